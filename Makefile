@@ -1,0 +1,36 @@
+# Two entry points for a fresh clone: `make demo` and `make test`.
+# Everything lands in .venv (one torch, CPU build) and .triton/<release> (each Triton release
+# installed with --no-deps --target and selected per run with PYTHONPATH).
+PYTHON ?= python3
+VENV := .venv
+PY := $(VENV)/bin/python
+# The releases the test suite runs against: the seed's release and the newest.
+TEST_TRITONS ?= 3.0.0 3.9.0
+DEMO_TRITON ?= 3.0.0
+PYTEST_ARGS ?=
+
+.PHONY: demo test venv clean
+
+venv: $(VENV)/.installed
+
+$(VENV)/.installed: setup.cfg setup.py pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --disable-pip-version-check -e '.[test]'
+	touch $@
+
+.triton/%/.installed: | venv
+	rm -rf .triton/$*
+	$(PY) -m pip install --quiet --disable-pip-version-check --no-deps --target .triton/$* 'triton==$*'
+	touch $@
+
+demo: venv .triton/$(DEMO_TRITON)/.installed
+	TRITON_INTERPRET=1 PYTHONPATH=.triton/$(DEMO_TRITON) $(PY) examples/demo.py
+
+test: venv $(foreach v,$(TEST_TRITONS),.triton/$(v)/.installed)
+	@status=0; for v in $(TEST_TRITONS); do \
+	  echo "=== Triton $$v (CPU interpreter)"; \
+	  TRITON_INTERPRET=1 PYTHONPATH=.triton/$$v $(PY) -m pytest -q -p no:cacheprovider $(PYTEST_ARGS) || status=1; \
+	done; exit $$status
+
+clean:
+	rm -rf $(VENV) .triton *.egg-info

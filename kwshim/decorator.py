@@ -1,0 +1,176 @@
+"""``@kwsafe``: make the Triton interpreter bind launch arguments as compiled Triton does.
+
+Under ``TRITON_INTERPRET=1`` Triton's interpreter strips "reserved" launch keywords
+(``num_warps``, ``num_stages``, ...) even when the kernel declares a parameter of that name;
+compiled Triton binds them. Every interpreter release passes *positional* values through
+untouched, so the wrapped kernel binds each launch itself (see ``binding.py``) and hands the
+interpreter every parameter positionally, with no launch keyword at all.
+"""
+
+import copy
+import importlib
+import pickle
+
+import wrapt
+
+from . import _triton
+from .binding import BindingPlan
+from .errors import LaunchArgumentError, PlacementError, UnsupportedTritonError
+
+__all__ = ["kwsafe", "KwsafeKernel"]
+
+_PLACEMENT = (
+    "@kwsafe goes directly above @triton.jit and below @triton.autotune / @triton.heuristics:\n"
+    "    @triton.autotune(...)\n    @kwsafe\n    @triton.jit\n    def kernel(...): ...")
+
+
+def kwsafe(kernel=None):
+    """Make an interpreted Triton kernel receive every launch value its parameters name.
+
+    Use as ``@kwsafe`` or ``@kwsafe()`` between ``@triton.autotune``/``@triton.heuristics`` and
+    ``@triton.jit``. In compiled mode it returns the kernel itself (``kwsafe(k) is k``).
+    It also accepts an already-built ``Autotuner``/``Heuristics`` stack: it then fixes the
+    innermost kernel in place and returns the stack itself (see ``kwshim.retrofit``).
+    """
+    if kernel is None:
+        return kwsafe
+    if isinstance(kernel, KwsafeKernel):
+        return kernel
+    classes = _triton.kernel_classes()
+    if classes.interpreted is not None and isinstance(kernel, classes.interpreted):
+        return KwsafeKernel(kernel)
+    if isinstance(kernel, classes.jit):
+        if classes.interpreted is None and _triton.interpreter_requested():
+            raise UnsupportedTritonError(
+                f"TRITON_INTERPRET is set, but Triton {_triton.triton_version()} has no interpreter "
+                "(it arrived in 2.2.0), so kwsafe cannot apply: upgrade to Triton >= 2.2.0")
+        return kernel  # compiled mode: compiled Triton already binds every parameter
+    stacks = tuple(c for c in (classes.autotuner, classes.heuristics) if c is not None)
+    if stacks and isinstance(kernel, stacks):
+        from .retrofit import retrofit_stack
+
+        return retrofit_stack(kernel)
+    raise PlacementError(
+        f"kwsafe expects a Triton kernel made by @triton.jit, got {_describe(kernel)}. {_PLACEMENT}")
+
+
+def _describe(obj):
+    if obj is None:
+        return "None"
+    if isinstance(obj, type):
+        return f"the class {obj.__qualname__}"
+    if callable(obj) and hasattr(obj, "__qualname__"):
+        return f"the plain function {obj.__qualname__}() (is @kwsafe written below @triton.jit?)"
+    return f"an object of type {type(obj).__qualname__}"
+
+
+class KwsafeKernel(wrapt.ObjectProxy):
+    """An interpreted kernel whose launches bind as compiled Triton 3.x binds them.
+
+    It is the kernel for every other purpose: ``isinstance``, attributes, hash and equality
+    read through to it. Launch paths (``[grid]``, ``run``, ``warmup``) are its own, because the
+    kernel's own ``__getitem__`` never calls a proxy's ``run``.
+    """
+
+    def __init__(self, kernel):
+        super().__init__(kernel)
+        name = _kernel_name(kernel)
+        self._self_plan = BindingPlan(name, kernel.fn, _triton.launch_options())
+        self._self_launch = _make_launch(kernel, self._self_plan)
+
+    # -- launch paths ----------------------------------------------------------------------
+    def __getitem__(self, grid):
+        launch = self._self_launch
+        name = self._self_plan.kernel_name
+
+        def launcher(*args, **kwargs):
+            if "grid" in kwargs or "warmup" in kwargs:
+                key = "grid" if "grid" in kwargs else "warmup"
+                raise LaunchArgumentError(f"{name}() got multiple values for keyword argument '{key}'")
+            return launch(grid, False, args, kwargs)
+
+        return launcher
+
+    def run(self, *args, grid, warmup=False, **kwargs):
+        return self._self_launch(grid, warmup, args, kwargs)
+
+    @property
+    def warmup(self):
+        if not hasattr(self.__wrapped__, "warmup"):
+            raise AttributeError(f"{type(self.__wrapped__).__name__!r} object has no attribute 'warmup'")
+        launch = self._self_launch
+
+        def warmup(*args, grid, **kwargs):
+            return launch(grid, True, args, kwargs)
+
+        return warmup
+
+    def __call__(self, *args, **kwargs):
+        # A call from inside another kernel (a device-function call): nothing to bind.
+        return self.__wrapped__(*args, **kwargs)
+
+    # -- transparency ----------------------------------------------------------------------
+    def __repr__(self):
+        return f"<kwsafe {self.__wrapped__!r}>"
+
+    def __copy__(self):
+        return type(self)(copy.copy(self.__wrapped__))
+
+    def __deepcopy__(self, memo):
+        return type(self)(copy.deepcopy(self.__wrapped__, memo))
+
+    def __reduce_ex__(self, protocol):
+        module, qualname = self.__wrapped__.fn.__module__, self.__wrapped__.fn.__qualname__
+        try:
+            found = _resolve(module, qualname)
+        except Exception:
+            found = None
+        if found is None or found.__wrapped__ is not self.__wrapped__:
+            raise pickle.PicklingError(
+                f"cannot pickle {self!r}: kwsafe kernels pickle by reference, and it is not "
+                f"reachable as {module}.{qualname}")
+        return _resolve, (module, qualname)
+
+    def __reduce__(self):
+        return self.__reduce_ex__(2)
+
+
+def _kernel_name(kernel):
+    fn = kernel.fn
+    return getattr(fn, "__name__", None) or getattr(kernel, "__name__", "kernel")
+
+
+def _make_launch(kernel, plan):
+    """One closure per kernel: bind, then launch the interpreter with positional values only."""
+    bind = plan.bind
+    if plan.has_keyword_only:
+
+        def launch(grid, warmup, args, kwargs):
+            positional, keyword_only = bind(*args, **kwargs)
+            if warmup:
+                return None
+            return kernel[grid](*positional, **keyword_only)
+    else:
+
+        def launch(grid, warmup, args, kwargs):
+            positional = bind(*args, **kwargs)
+            if warmup:
+                return None
+            return kernel[grid](*positional)
+
+    return launch
+
+
+def _resolve(module, qualname):
+    """Find the kwsafe kernel named ``module.qualname`` (pickling by reference): the name may be
+    bound to the kernel itself or to an autotune/heuristics stack around it."""
+    obj = importlib.import_module(module)
+    for part in qualname.split("."):
+        obj = getattr(obj, part)
+    seen = 0
+    while not isinstance(obj, KwsafeKernel):
+        obj = getattr(obj, "fn", None)
+        seen += 1
+        if obj is None or seen > 32:
+            raise pickle.UnpicklingError(f"{module}.{qualname} holds no kwsafe kernel")
+    return obj

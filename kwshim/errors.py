@@ -1,0 +1,64 @@
+"""The exceptions kwshim raises.
+
+Each subclasses the builtin it refines, so code written against compiled Triton or plain
+Python (``except TypeError``, ``except KeyError``, ``except ImportError``) still catches it.
+"""
+
+__all__ = [
+    "LaunchArgumentError",
+    "UnknownLaunchKeywordError",
+    "PlacementError",
+    "TritonNotFoundError",
+    "UnsupportedTritonError",
+]
+
+
+class LaunchArgumentError(TypeError):
+    """A kernel launch binds its arguments badly: a value given twice, too many positional
+    values, or a required parameter that nothing supplies. The message names the kernel and
+    the parameter.
+
+    .. versionadded:: 0.1.0
+    """
+
+
+class UnknownLaunchKeywordError(LaunchArgumentError, KeyError):
+    """A launch keyword that is neither a parameter of the kernel nor a launch option of the
+    installed Triton (most often a typo).
+
+    Compiled Triton 3.x raises ``KeyError`` here and Python raises ``TypeError``; this error is
+    both, so either ``except`` clause catches it.
+
+    .. versionadded:: 0.1.0
+    """
+
+    def __init__(self, message, keywords=()):
+        super().__init__(message)
+        self.keywords = tuple(keywords)
+
+    def __str__(self):
+        # KeyError.__str__ would show the message in quotes; show it as plain text.
+        return str(self.args[0]) if self.args else ""
+
+
+class PlacementError(TypeError):
+    """``kwsafe`` was applied to something that is not a Triton kernel, most often because
+    ``@kwsafe`` was written in the wrong place in the decorator stack.
+
+    .. versionadded:: 0.1.0
+    """
+
+
+class TritonNotFoundError(ImportError):
+    """No ``triton`` module is importable in this environment.
+
+    .. versionadded:: 0.1.0
+    """
+
+
+class UnsupportedTritonError(RuntimeError):
+    """The installed Triton cannot be made to follow the contract (Triton 2.1.0 has no
+    ``TRITON_INTERPRET`` interpreter at all).
+
+    .. versionadded:: 0.1.0
+    """
