@@ -24,7 +24,10 @@ _PLACEMENT = (
     "    @triton.autotune(...)\n    @kwsafe\n    @triton.jit\n    def kernel(...): ...")
 
 
-def kwsafe(kernel=None):
+_NO_KERNEL = object()
+
+
+def kwsafe(kernel=_NO_KERNEL):
     """Make an interpreted Triton kernel receive every launch value its parameters name.
 
     Use as ``@kwsafe`` or ``@kwsafe()`` between ``@triton.autotune``/``@triton.heuristics`` and
@@ -32,7 +35,7 @@ def kwsafe(kernel=None):
     It also accepts an already-built ``Autotuner``/``Heuristics`` stack: it then fixes the
     innermost kernel in place and returns the stack itself (see ``kwshim.retrofit``).
     """
-    if kernel is None:
+    if kernel is _NO_KERNEL:  # @kwsafe()
         return kwsafe
     if isinstance(kernel, KwsafeKernel):
         return kernel
@@ -110,6 +113,11 @@ class KwsafeKernel(wrapt.ObjectProxy):
         return self.__wrapped__(*args, **kwargs)
 
     # -- transparency ----------------------------------------------------------------------
+    @property
+    def __name__(self):
+        # 2.x InterpretedFunction has no __name__ of its own; every release's fn does.
+        return getattr(self.__wrapped__, "__name__", None) or self.__wrapped__.fn.__name__
+
     def __repr__(self):
         return f"<kwsafe {self.__wrapped__!r}>"
 

@@ -1,0 +1,16 @@
+"""The suite runs on Triton's CPU interpreter: switch it on before anything imports triton
+(``tl.sum`` and other library functions are themselves jitted at import time)."""
+
+import os
+
+os.environ["TRITON_INTERPRET"] = "1"
+
+import pytest  # noqa: E402
+
+
+@pytest.fixture
+def out():
+    """A one-element buffer the kernels store what they received into."""
+    import torch
+
+    return torch.zeros(1, dtype=torch.int32)

@@ -1,0 +1,114 @@
+"""Kernels shared by the tests. Each stores the values it received, so a test asserts a number.
+
+Module-level kernels are reachable by reference (pickling); ``store_kernel`` writes a kernel
+with any parameter names to a real file, because the newer interpreters read kernel source.
+"""
+
+import importlib.util
+import os
+import tempfile
+
+import triton
+import triton.language as tl
+
+from kwshim import kwsafe
+
+
+@kwsafe
+@triton.jit
+def warps_stages(out_ptr, num_warps: tl.constexpr, num_stages: tl.constexpr):
+    tl.store(out_ptr, num_warps * 10 + num_stages)
+
+
+@kwsafe
+@triton.jit
+def warps_stages_defaults(out_ptr, num_warps: tl.constexpr = 1, num_stages: tl.constexpr = 1):
+    tl.store(out_ptr, num_warps * 10 + num_stages)
+
+
+@triton.autotune(configs=[triton.Config({}, num_warps=4, num_stages=3)], key=[])
+@kwsafe
+@triton.jit
+def autotuned_warps_stages(out_ptr, num_warps: tl.constexpr, num_stages: tl.constexpr):
+    tl.store(out_ptr, num_warps * 10 + num_stages)
+
+
+@triton.autotune(configs=[triton.Config({}, num_warps=4, num_stages=3)], key=[])
+@kwsafe
+@triton.jit
+def autotuned_defaults(out_ptr, num_warps: tl.constexpr = 1, num_stages: tl.constexpr = 1):
+    """Its reserved parameters have defaults that the Config overrides."""
+    tl.store(out_ptr, num_warps * 10 + num_stages)
+
+
+@triton.heuristics({"num_stages": lambda args: args["num_warps"] + 1})
+@kwsafe
+@triton.jit
+def heuristic_stages(out_ptr, num_warps: tl.constexpr, num_stages: tl.constexpr):
+    tl.store(out_ptr, num_warps * 10 + num_stages)
+
+
+@triton.heuristics({"scale": lambda args: 7})
+@triton.autotune(configs=[triton.Config({}, num_warps=2)], key=[])
+@kwsafe
+@triton.jit
+def heuristic_over_autotune(out_ptr, num_warps: tl.constexpr, scale):
+    """A heuristic for an ordinary parameter above an autotuner that gives num_warps."""
+    tl.store(out_ptr, num_warps * 10 + scale)
+
+
+@kwsafe
+@triton.jit
+def grid_param(out_ptr, grid: tl.constexpr, num_warps: tl.constexpr):
+    tl.store(out_ptr, grid * 10 + num_warps)
+
+
+@kwsafe
+@triton.jit
+def grid_param_default(out_ptr, num_warps: tl.constexpr, grid: tl.constexpr = 9):
+    tl.store(out_ptr, grid * 10 + num_warps)
+
+
+@kwsafe
+@triton.jit
+def plain_copy(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    """An ordinary kernel with no reserved parameter: kwsafe must not change it."""
+    offsets = tl.arange(0, BLOCK)
+    mask = offsets < n
+    tl.store(out_ptr + offsets, tl.load(x_ptr + offsets, mask=mask) + 1, mask=mask)
+
+
+def bare(kernel):
+    """The jit kernel under a kwsafe kernel (walking autotune/heuristics)."""
+    while not hasattr(kernel, "__wrapped__"):
+        kernel = kernel.fn
+    return kernel.__wrapped__
+
+
+_generated = {}
+
+
+def store_kernel(params, stored, defaults=None, wrap=True):
+    """A kwsafe kernel ``k(out_ptr, *params)`` that stores the expression ``stored``.
+
+    ``params`` are names (all ``tl.constexpr``), ``defaults`` maps some of them to a default.
+    Kernels are written to a file once per signature and imported (the interpreter of newer
+    releases reads the kernel's source).
+    """
+    defaults = defaults or {}
+    declared = ", ".join(
+        f"{name}: tl.constexpr" + (f" = {defaults[name]!r}" if name in defaults else "") for name in params)
+    source = (
+        "import triton\nimport triton.language as tl\n\n"
+        f"@triton.jit\ndef generated(out_ptr, {declared}):\n    tl.store(out_ptr, {stored})\n")
+    if source not in _generated:
+        directory = tempfile.mkdtemp(prefix="kwshim-kernels-")
+        path = os.path.join(directory, f"generated_{len(_generated)}.py")
+        with open(path, "w") as handle:
+            handle.write(source)
+        spec = importlib.util.spec_from_file_location(f"kwshim_generated_{len(_generated)}", path)
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+        _generated[source] = module.generated
+    kernel = _generated[source]
+    return kwsafe(kernel) if wrap else kernel
