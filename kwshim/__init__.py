@@ -4,6 +4,7 @@
 """
 
 from .decorator import KwsafeKernel, kwsafe
+from .retrofit import kwsafe_module
 from .errors import (LaunchArgumentError, PlacementError, TritonNotFoundError, UnknownLaunchKeywordError,
                      UnsupportedTritonError)
 
@@ -11,6 +12,7 @@ __version__ = "0.1.0"
 
 __all__ = [
     "kwsafe",
+    "kwsafe_module",
     "KwsafeKernel",
     "LaunchArgumentError",
     "UnknownLaunchKeywordError",

@@ -77,34 +77,55 @@ class KwsafeKernel(wrapt.ObjectProxy):
 
     def __init__(self, kernel):
         super().__init__(kernel)
-        name = _kernel_name(kernel)
-        self._self_plan = BindingPlan(name, kernel.fn, _triton.launch_options())
-        self._self_launch = _make_launch(kernel, self._self_plan)
+        self._self_plan = BindingPlan(_kernel_name(kernel), kernel.fn, _triton.launch_options())
 
     # -- launch paths ----------------------------------------------------------------------
+    # The hot path of every launch. Each binds inline (no helper frame: on this interpreter
+    # each frame under a running kernel costs time) and hands the interpreter positional
+    # values only, with no launch keyword.
     def __getitem__(self, grid):
-        launch = self._self_launch
-        name = self._self_plan.kernel_name
+        kernel, plan = self.__wrapped__, self._self_plan
+        bind, fail, keyword_only, arity = plan.fast_bind, plan.fail, plan.has_keyword_only, plan.arity
 
         def launcher(*args, **kwargs):
-            if "grid" in kwargs or "warmup" in kwargs:
+            if not kwargs and len(args) == arity:  # every parameter given positionally: bound as is
+                return kernel[grid](*args)
+            if kwargs and ("grid" in kwargs or "warmup" in kwargs):
                 key = "grid" if "grid" in kwargs else "warmup"
-                raise LaunchArgumentError(f"{name}() got multiple values for keyword argument '{key}'")
-            return launch(grid, False, args, kwargs)
+                raise LaunchArgumentError(
+                    f"{plan.kernel_name}() got multiple values for keyword argument '{key}'")
+            try:
+                bound = bind(*args, **kwargs)
+            except TypeError:
+                fail(args, kwargs)
+            if keyword_only:
+                return kernel[grid](*bound[0], **bound[1])
+            return kernel[grid](*bound)
 
         return launcher
 
     def run(self, *args, grid, warmup=False, **kwargs):
-        return self._self_launch(grid, warmup, args, kwargs)
+        plan = self._self_plan
+        if not kwargs and len(args) == plan.arity and not warmup:
+            return self.__wrapped__[grid](*args)
+        try:
+            bound = plan.fast_bind(*args, **kwargs)
+        except TypeError:
+            plan.fail(args, kwargs)
+        if warmup:
+            return None
+        if plan.has_keyword_only:
+            return self.__wrapped__[grid](*bound[0], **bound[1])
+        return self.__wrapped__[grid](*bound)
 
     @property
     def warmup(self):
         if not hasattr(self.__wrapped__, "warmup"):
             raise AttributeError(f"{type(self.__wrapped__).__name__!r} object has no attribute 'warmup'")
-        launch = self._self_launch
+        run = self.run
 
         def warmup(*args, grid, **kwargs):
-            return launch(grid, True, args, kwargs)
+            return run(*args, grid=grid, warmup=True, **kwargs)
 
         return warmup
 
@@ -146,27 +167,6 @@ class KwsafeKernel(wrapt.ObjectProxy):
 def _kernel_name(kernel):
     fn = kernel.fn
     return getattr(fn, "__name__", None) or getattr(kernel, "__name__", "kernel")
-
-
-def _make_launch(kernel, plan):
-    """One closure per kernel: bind, then launch the interpreter with positional values only."""
-    bind = plan.bind
-    if plan.has_keyword_only:
-
-        def launch(grid, warmup, args, kwargs):
-            positional, keyword_only = bind(*args, **kwargs)
-            if warmup:
-                return None
-            return kernel[grid](*positional, **keyword_only)
-    else:
-
-        def launch(grid, warmup, args, kwargs):
-            positional = bind(*args, **kwargs)
-            if warmup:
-                return None
-            return kernel[grid](*positional)
-
-    return launch
 
 
 def _resolve(module, qualname):
