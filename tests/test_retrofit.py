@@ -1,0 +1,89 @@
+"""Retrofitting kernels that are already built, where they live."""
+
+import importlib
+import sys
+
+import pytest
+import torch
+import triton
+
+from kwshim import KwsafeKernel, PlacementError, kwsafe, kwsafe_module
+
+
+@pytest.fixture
+def library():
+    """A fresh import of the fixture library for each test (retrofitting changes it in place)."""
+    sys.modules.pop("tests.fixtures.kernel_library", None)
+    module = importlib.import_module("tests.fixtures.kernel_library")
+    yield module
+    sys.modules.pop("tests.fixtures.kernel_library", None)
+
+
+def test_bare_library_is_broken_or_silently_wrong_on_buggy_interpreters(library):
+    """Documents what the retrofit fixes; the outcome depends on the installed release."""
+    try:
+        result = library.scale(torch.ones(4))
+    except TypeError as exc:
+        assert "num_warps" in str(exc)
+    else:
+        assert result.tolist() == [4.0] * 4  # releases with the upstream fix (3.3+)
+
+
+def test_kwsafe_on_an_autotuner_fixes_it_in_place_and_returns_it(library):
+    stack = library._scale_kernel
+    assert kwsafe(stack) is stack
+    assert isinstance(stack.fn, KwsafeKernel)
+    assert library.scale(torch.ones(4)).tolist() == [4.0] * 4
+
+
+def test_kwsafe_on_heuristics(library):
+    assert kwsafe(library._stages_kernel) is library._stages_kernel
+    assert library.stages(12) == 125
+
+
+def test_retrofit_twice_is_a_no_op(library):
+    kwsafe(library._scale_kernel)
+    inner = library._scale_kernel.fn
+    kwsafe(library._scale_kernel)
+    assert library._scale_kernel.fn is inner
+
+
+def test_nested_stack(library):
+    stack = triton.heuristics({"n": lambda args: 3})(library._scale_kernel)
+    kwsafe(stack)
+    assert isinstance(stack.fn.fn, KwsafeKernel)
+
+
+def test_a_stack_without_a_kernel_is_refused(library):
+    stack = library._scale_kernel
+    stack.fn = None
+    with pytest.raises(PlacementError, match="found no @triton.jit kernel under Autotuner"):
+        kwsafe(stack)
+
+
+def test_kwsafe_module_fixes_every_kernel_and_says_which(library):
+    fixed = kwsafe_module(library)
+    assert sorted(fixed) == ["_plain_kernel", "_scale_kernel", "_stages_kernel"]
+    assert library.scale(torch.ones(4)).tolist() == [4.0] * 4
+    assert library.stages(9) == 92
+    assert isinstance(library._plain_kernel, KwsafeKernel)
+    assert kwsafe_module(library) == []
+
+
+def test_kwsafe_module_needs_a_module():
+    with pytest.raises(TypeError, match="expects a module"):
+        kwsafe_module("kernels")
+
+
+def test_compiled_stack_is_left_alone(monkeypatch):
+    monkeypatch.setenv("TRITON_INTERPRET", "0")
+
+    def fn(out_ptr, num_warps):
+        pass
+
+    try:
+        stack = triton.autotune(configs=[triton.Config({})], key=[])(triton.jit(fn))
+    except RuntimeError as exc:  # 3.2-3.3: @triton.autotune needs a GPU driver at decoration
+        pytest.skip(f"this release's @triton.autotune needs a GPU driver: {exc}")
+    inner = stack.fn
+    assert kwsafe(stack) is stack and stack.fn is inner
