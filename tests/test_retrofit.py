@@ -24,7 +24,7 @@ def test_bare_library_is_broken_or_silently_wrong_on_buggy_interpreters(library)
     try:
         result = library.scale(torch.ones(4))
     except TypeError as exc:
-        assert "num_warps" in str(exc)
+        assert "num_warps" in str(exc) or "warmup" in str(exc)  # 2.3.x: every autotune launch fails
     else:
         assert result.tolist() == [4.0] * 4  # releases with the upstream fix (3.3+)
 
