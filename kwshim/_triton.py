@@ -15,7 +15,7 @@ from typing import NamedTuple, Optional
 
 from .errors import TritonNotFoundError
 
-__all__ = ["import_triton", "kernel_classes", "launch_options", "triton_version", "KernelClasses"]
+__all__ = ["import_triton", "kernel_classes", "launch_options", "stripped_names", "triton_version", "KernelClasses"]
 
 #: Distributions known to provide the ``triton`` module; a hard requirement on one of them
 #: would clobber the others, so kwshim requires none.
@@ -93,6 +93,16 @@ def launch_options() -> frozenset:
     names |= set(getattr(interpreter, "RESERVED_KWS", ()) or ())
     names |= _keyword_parameters(kernel_classes().jit.run)
     return frozenset(names)
+
+
+@functools.lru_cache(maxsize=None)
+def stripped_names() -> frozenset:
+    """The reserved launch names that the interpreter strips or the autotuner injects: the
+    Config fields and the interpreter's own reserved list (less the launch's own keywords)."""
+    import_triton()
+    interpreter = importlib.import_module("triton.runtime.interpreter") if kernel_classes().interpreted else None
+    names = _config_fields() | set(getattr(interpreter, "RESERVED_KWS", ()) or ())
+    return frozenset(names - LAUNCH_KEYWORDS)
 
 
 def _config_fields() -> set:

@@ -1,0 +1,57 @@
+"""The ``kwshim`` command line: ``kwshim check PATH...`` and ``kwshim doctor``.
+
+Exit status: 0 clean, 1 findings (check) or a broken environment (doctor), 2 usage errors.
+"""
+
+import argparse
+import json
+import os
+import sys
+
+__all__ = ["main"]
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(prog="kwshim", description="kwshim's tools for Triton kernel authors")
+    commands = parser.add_subparsers(dest="command", required=True)
+    check = commands.add_parser("check", help="statically find kernels that need @kwsafe and misplaced @kwsafe")
+    check.add_argument("paths", nargs="+", metavar="PATH", help="Python files or directories (walked)")
+    check.add_argument("--format", choices=("text", "json"), default="text")
+    doctor = commands.add_parser("doctor", help="probe this environment's Triton interpreter")
+    doctor.add_argument("--json", action="store_true", help="machine-readable output")
+    options = parser.parse_args(argv)
+    if options.command == "check":
+        return _check(options, parser)
+    return _doctor(options)
+
+
+def _check(options, parser):
+    from .check import check_paths, reserved_names
+
+    missing = [path for path in options.paths if not os.path.exists(path)]
+    if missing:
+        parser.error(f"no such file or directory: {', '.join(missing)}")  # exits with status 2
+    findings = check_paths(options.paths, reserved_names())
+    if options.format == "json":
+        json.dump([finding._asdict() for finding in findings], sys.stdout, indent=2)
+        sys.stdout.write("\n")
+    else:
+        for finding in findings:
+            print(finding)
+    return 1 if findings else 0
+
+
+def _doctor(options):
+    from .doctor import diagnose, render
+
+    report = diagnose()
+    if options.json:
+        json.dump(report, sys.stdout, indent=2)
+        sys.stdout.write("\n")
+    else:
+        print(render(report))
+    return 1 if report["broken"] else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,67 @@
+"""The `kwshim` command line: output format, exit status, JSON, and running without Triton."""
+
+import json
+import os
+import subprocess
+import sys
+
+import kwshim
+
+from .test_check import TREE
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(kwshim.__file__)))
+
+
+def kwshim_cli(*args, block_triton=False):
+    prefix = "import sys; sys.modules['triton'] = None; " if block_triton else ""
+    code = prefix + "import sys; from kwshim.cli import main; sys.exit(main(sys.argv[1:]))"
+    return subprocess.run([sys.executable, "-c", code, *args], capture_output=True, text=True, cwd=ROOT)
+
+
+def test_check_prints_flake8_style_lines_and_exits_1():
+    result = kwshim_cli("check", TREE)
+    assert result.returncode == 1
+    lines = result.stdout.splitlines()
+    assert len(lines) == 7
+    assert lines[0] == (
+        f"{os.path.join(TREE, 'bad.py')}:8:1: KWS001 kernel 'seed' declares reserved launch name 'num_stages' "
+        "without @kwsafe: the Triton interpreter strips it from launches (add @kwsafe directly above @triton.jit)")
+
+
+def test_check_clean_file_exits_0():
+    result = kwshim_cli("check", os.path.join(TREE, "good.py"))
+    assert (result.returncode, result.stdout) == (0, "")
+
+
+def test_check_json_format():
+    result = kwshim_cli("check", "--format", "json", TREE)
+    assert result.returncode == 1
+    findings = json.loads(result.stdout)
+    assert [f["code"] for f in findings] == ["KWS001", "KWS002", "KWS001", "KWS001", "KWS003", "KWS001", "KWS900"]
+    assert set(findings[0]) == {"path", "line", "col", "code", "message"}
+
+
+def test_usage_errors_exit_2():
+    assert kwshim_cli("check").returncode == 2
+    missing = kwshim_cli("check", "no/such/path.py")
+    assert missing.returncode == 2 and "no such file or directory: no/such/path.py" in missing.stderr
+    assert kwshim_cli("frobnicate").returncode == 2
+
+
+def test_check_runs_without_triton_using_the_fallback_names():
+    result = kwshim_cli("check", TREE, block_triton=True)
+    assert result.returncode == 1, result.stderr
+    assert len(result.stdout.splitlines()) == 7
+
+
+def test_python_dash_m_kwshim():
+    result = subprocess.run([sys.executable, "-m", "kwshim", "check", os.path.join(TREE, "good.py")],
+                            capture_output=True, text=True, cwd=ROOT)
+    assert result.returncode == 0, result.stderr
+
+
+def test_doctor_without_triton_reports_broken():
+    result = kwshim_cli("doctor", "--json", block_triton=True)
+    report = json.loads(result.stdout)
+    assert result.returncode == 1
+    assert report["broken"] is True and report["triton"] is None
