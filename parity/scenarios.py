@@ -1,0 +1,154 @@
+"""Launch scenarios run once compiled on a GPU and once interpreted under @kwsafe on the CPU.
+
+Run as ``python -m parity.scenarios interpreted|compiled``: prints one JSON object mapping each
+scenario to what the kernel stored (or the exception it raised). ``parity.run`` compares them.
+"""
+
+import json
+import os
+import sys
+
+MODE = sys.argv[1] if __name__ == "__main__" else os.environ.get("KWSHIM_PARITY_MODE", "interpreted")
+os.environ["TRITON_INTERPRET"] = "1" if MODE == "interpreted" else "0"
+
+import torch  # noqa: E402
+import triton  # noqa: E402
+import triton.language as tl  # noqa: E402
+
+from kwshim import kwsafe  # noqa: E402
+
+DEVICE = "cpu" if MODE == "interpreted" else "cuda"
+GRID = (1,)
+
+
+@kwsafe
+@triton.jit
+def warps_stages(out_ptr, num_warps: tl.constexpr, num_stages: tl.constexpr):
+    tl.store(out_ptr, num_warps * 10 + num_stages)
+
+
+@triton.autotune(configs=[triton.Config({}, num_warps=4, num_stages=3)], key=[])
+@kwsafe
+@triton.jit
+def autotuned(out_ptr, num_warps: tl.constexpr, num_stages: tl.constexpr):
+    tl.store(out_ptr, num_warps * 10 + num_stages)
+
+
+@triton.autotune(configs=[triton.Config({}, num_warps=2, num_stages=2)], key=[])
+@kwsafe
+@triton.jit
+def autotuned_defaults(out_ptr, num_warps: tl.constexpr = 1, num_stages: tl.constexpr = 1):
+    tl.store(out_ptr, num_warps * 10 + num_stages)
+
+
+@triton.heuristics({"num_stages": lambda args: args["num_warps"] + 1})
+@kwsafe
+@triton.jit
+def heuristic(out_ptr, num_warps: tl.constexpr, num_stages: tl.constexpr):
+    tl.store(out_ptr, num_warps * 10 + num_stages)
+
+
+@kwsafe
+@triton.jit
+def grid_param(out_ptr, grid: tl.constexpr, num_warps: tl.constexpr):
+    tl.store(out_ptr, grid * 10 + num_warps)
+
+
+@kwsafe
+@triton.jit
+def ctas_regs(out_ptr, num_ctas: tl.constexpr, maxnreg: tl.constexpr = 255):
+    tl.store(out_ptr, num_ctas * 1000 + maxnreg)
+
+
+@triton.autotune(configs=[triton.Config({"BLOCK": 32}, num_warps=2, num_stages=1)], key=["n_cols"])
+@kwsafe
+@triton.jit
+def softmax(x_ptr, out_ptr, n_cols, BLOCK: tl.constexpr, num_warps: tl.constexpr):
+    row = tl.program_id(0)
+    offsets = tl.arange(0, BLOCK)
+    mask = offsets < n_cols
+    x = tl.load(x_ptr + row * n_cols + offsets, mask=mask, other=-float("inf"))
+    x = x - tl.max(x, axis=0)
+    e = tl.exp(x)
+    tl.store(out_ptr + row * n_cols + offsets, e / tl.sum(e, axis=0) * num_warps, mask=mask)
+
+
+@kwsafe
+@triton.jit
+def matmul(a_ptr, b_ptr, c_ptr, N: tl.constexpr, num_stages: tl.constexpr):
+    rows = tl.arange(0, N)[:, None]
+    cols = tl.arange(0, N)[None, :]
+    a = tl.load(a_ptr + rows * N + cols)
+    b = tl.load(b_ptr + rows * N + cols)
+    tl.store(c_ptr + rows * N + cols, tl.dot(a, b, input_precision="ieee") + num_stages)
+
+
+def _out():
+    return torch.zeros(1, dtype=torch.int32, device=DEVICE)
+
+
+def _stored(launch):
+    out = _out()
+    launch(out)
+    if DEVICE == "cuda":
+        torch.cuda.synchronize()
+    return int(out[0])
+
+
+def _softmax():
+    generator = torch.Generator().manual_seed(0)
+    x = torch.randn(4, 20, generator=generator).to(DEVICE)
+    out = torch.empty_like(x)
+    softmax[(4,)](x, out, 20)
+    return out.cpu().flatten().tolist()
+
+
+def _matmul():
+    generator = torch.Generator().manual_seed(1)
+    a = torch.randn(16, 16, generator=generator).to(DEVICE)
+    b = torch.randn(16, 16, generator=generator).to(DEVICE)
+    c = torch.empty(16, 16, device=DEVICE)
+    matmul[GRID](a, b, c, N=16, num_stages=3)
+    return c.cpu().flatten().tolist()
+
+
+SCENARIOS = {
+    "direct keywords": lambda: _stored(lambda o: warps_stages[GRID](o, num_warps=8, num_stages=5)),
+    "positional": lambda: _stored(lambda o: warps_stages[GRID](o, 7, 2)),
+    "positional + keyword": lambda: _stored(lambda o: warps_stages[GRID](o, 6, num_stages=3)),
+    ".run path": lambda: _stored(lambda o: warps_stages.run(o, num_warps=2, num_stages=4, grid=GRID, warmup=False)),
+    "Config values": lambda: _stored(lambda o: autotuned[GRID](o)),
+    "Config overrides defaults": lambda: _stored(lambda o: autotuned_defaults[GRID](o)),
+    "defaults, no Config": lambda: _stored(lambda o: autotuned_defaults.fn[GRID](o)),
+    "heuristic": lambda: _stored(lambda o: heuristic[GRID](o, num_warps=2)),
+    "grid parameter positional": lambda: _stored(lambda o: grid_param[GRID](o, 5, 2)),
+    "grid parameter .run": lambda: _stored(lambda o: grid_param.run(o, 4, 3, grid=GRID, warmup=False)),
+    "num_ctas + maxnreg": lambda: _stored(lambda o: ctas_regs[GRID](o, num_ctas=1, maxnreg=128)),
+    "maxnreg default": lambda: _stored(lambda o: ctas_regs[GRID](o, num_ctas=1)),
+    "options consumed": lambda: _stored(lambda o: warps_stages[GRID](o, 1, 2, num_ctas=1, enable_fp_fusion=False)),
+    "error: grid by keyword": lambda: _stored(lambda o: grid_param[GRID](o, grid=5, num_warps=2)),
+    "error: missing": lambda: _stored(lambda o: warps_stages[GRID](o, num_warps=2)),
+    "error: duplicate": lambda: _stored(lambda o: warps_stages[GRID](o, 1, 2, num_warps=3)),
+    "error: positional + Config": lambda: _stored(lambda o: autotuned[GRID](o, 8)),
+    "error: unknown keyword": lambda: _stored(lambda o: warps_stages[GRID](o, 1, 2, bogus=3)),
+    "error: too many positional": lambda: _stored(lambda o: warps_stages[GRID](o, 1, 2, 3)),
+    "known gap: num_warps=3": lambda: _stored(lambda o: warps_stages[GRID](o, num_warps=3, num_stages=1)),
+    "softmax (x num_warps)": _softmax,
+    "matmul (+ num_stages)": _matmul,
+}
+
+
+def run_all():
+    results = {}
+    for name, scenario in SCENARIOS.items():
+        try:
+            results[name] = {"value": scenario()}
+        except Exception as exc:  # record what was raised, for comparison
+            results[name] = {"error": type(exc).__name__, "mro": [c.__name__ for c in type(exc).__mro__],
+                             "message": str(exc)[:300]}
+    return results
+
+
+if __name__ == "__main__":
+    json.dump({"mode": MODE, "triton": triton.__version__, "torch": torch.__version__, "results": run_all()},
+              sys.stdout)
