@@ -29,7 +29,7 @@ demo: venv .triton/$(DEMO_TRITON)/.installed
 test: venv $(foreach v,$(TEST_TRITONS),.triton/$(v)/.installed)
 	@status=0; for v in $(TEST_TRITONS); do \
 	  echo "=== Triton $$v (CPU interpreter)"; \
-	  TRITON_INTERPRET=1 PYTHONPATH=.triton/$$v $(PY) -m pytest -q -p no:cacheprovider $(PYTEST_ARGS) || status=1; \
+	  TRITON_INTERPRET=1 PYTHONPATH=.triton/$$v $(PY) -m pytest -q -p no:cacheprovider -n auto $(PYTEST_ARGS) || status=1; \
 	done; exit $$status
 
 clean:

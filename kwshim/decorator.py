@@ -10,6 +10,7 @@ interpreter every parameter positionally, with no launch keyword at all.
 import copy
 import importlib
 import pickle
+import threading
 
 import wrapt
 
@@ -25,6 +26,12 @@ _PLACEMENT = (
 
 
 _NO_KERNEL = object()
+
+#: Serializes interpreted launches of kwsafe kernels. From 3.6 the interpreter patches
+#: triton.language for the length of each launch and restores it afterwards, so two launches in
+#: two threads break each other ("Did you forget to add @triton.jit ?"); the GIL serializes the
+#: interpreter's work anyway, so the lock costs nothing but an uncontended acquire.
+_LAUNCH_LOCK = threading.RLock()
 
 
 def kwsafe(kernel=_NO_KERNEL):
@@ -89,7 +96,8 @@ class KwsafeKernel(wrapt.ObjectProxy):
 
         def launcher(*args, **kwargs):
             if not kwargs and len(args) == arity:  # every parameter given positionally: bound as is
-                return kernel[grid](*args)
+                with _LAUNCH_LOCK:
+                    return kernel[grid](*args)
             if kwargs and ("grid" in kwargs or "warmup" in kwargs):
                 key = "grid" if "grid" in kwargs else "warmup"
                 raise LaunchArgumentError(
@@ -98,25 +106,28 @@ class KwsafeKernel(wrapt.ObjectProxy):
                 bound = bind(*args, **kwargs)
             except TypeError:
                 fail(args, kwargs)
-            if keyword_only:
-                return kernel[grid](*bound[0], **bound[1])
-            return kernel[grid](*bound)
+            with _LAUNCH_LOCK:
+                if keyword_only:
+                    return kernel[grid](*bound[0], **bound[1])
+                return kernel[grid](*bound)
 
         return launcher
 
     def run(self, *args, grid, warmup=False, **kwargs):
         plan = self._self_plan
         if not kwargs and len(args) == plan.arity and not warmup:
-            return self.__wrapped__[grid](*args)
+            with _LAUNCH_LOCK:
+                return self.__wrapped__[grid](*args)
         try:
             bound = plan.fast_bind(*args, **kwargs)
         except TypeError:
             plan.fail(args, kwargs)
         if warmup:
             return None
-        if plan.has_keyword_only:
-            return self.__wrapped__[grid](*bound[0], **bound[1])
-        return self.__wrapped__[grid](*bound)
+        with _LAUNCH_LOCK:
+            if plan.has_keyword_only:
+                return self.__wrapped__[grid](*bound[0], **bound[1])
+            return self.__wrapped__[grid](*bound)
 
     @property
     def warmup(self):

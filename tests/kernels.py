@@ -98,17 +98,30 @@ def store_kernel(params, stored, defaults=None, wrap=True):
     defaults = defaults or {}
     declared = ", ".join(
         f"{name}: tl.constexpr" + (f" = {defaults[name]!r}" if name in defaults else "") for name in params)
-    source = (
-        "import triton\nimport triton.language as tl\n\n"
-        f"@triton.jit\ndef generated(out_ptr, {declared}):\n    tl.store(out_ptr, {stored})\n")
+    kernel = _load_generated(f"@triton.jit\ndef generated(out_ptr, {declared}):\n    tl.store(out_ptr, {stored})\n")
+    return kernel if wrap else kernel.__wrapped__
+
+
+def store_all_kernel(params, constexpr, defaults):
+    """A kwsafe kernel ``k(out_ptr, *params)`` storing parameter i at ``out_ptr + i``; ``constexpr``
+    flags which are ``tl.constexpr``; ``defaults`` maps some trailing names to a default."""
+    declared = ", ".join(
+        name + (": tl.constexpr" if is_constexpr else "") + (f" = {defaults[name]!r}" if name in defaults else "")
+        for name, is_constexpr in zip(params, constexpr))
+    body = "".join(f"    tl.store(out_ptr + {i}, {name})\n" for i, name in enumerate(params))
+    return _load_generated(f"@triton.jit\ndef generated(out_ptr, {declared}):\n{body}")
+
+
+def _load_generated(kernel_source):
+    source = "import triton\nimport triton.language as tl\n\n" + kernel_source
     if source not in _generated:
         directory = tempfile.mkdtemp(prefix="kwshim-kernels-")
-        path = os.path.join(directory, f"generated_{len(_generated)}.py")
+        index = len(_generated)
+        path = os.path.join(directory, f"generated_{index}.py")
         with open(path, "w") as handle:
             handle.write(source)
-        spec = importlib.util.spec_from_file_location(f"kwshim_generated_{len(_generated)}", path)
+        spec = importlib.util.spec_from_file_location(f"kwshim_generated_{index}", path)
         module = importlib.util.module_from_spec(spec)
         spec.loader.exec_module(module)
-        _generated[source] = module.generated
-    kernel = _generated[source]
-    return kwsafe(kernel) if wrap else kernel
+        _generated[source] = kwsafe(module.generated)
+    return _generated[source]
