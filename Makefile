@@ -4,12 +4,12 @@
 PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
-# The releases the test suite runs against: the seed's release and the newest.
+# `make test-quick` runs the suite under these releases only: the seed's release and the newest.
 TEST_TRITONS ?= 3.0.0 3.9.0
 DEMO_TRITON ?= 3.0.0
 PYTEST_ARGS ?=
 
-.PHONY: demo test venv clean
+.PHONY: demo test test-quick matrix venv clean
 
 venv: $(VENV)/.installed
 
@@ -26,11 +26,19 @@ $(VENV)/.installed: setup.cfg setup.py pyproject.toml
 demo: venv .triton/$(DEMO_TRITON)/.installed
 	TRITON_INTERPRET=1 PYTHONPATH=.triton/$(DEMO_TRITON) $(PY) examples/demo.py
 
-test: venv $(foreach v,$(TEST_TRITONS),.triton/$(v)/.installed)
+# The full matrix: every Triton release 2.2.0..3.9.0 (+ wrapt 1.x rows); prints a table.
+test: venv
+	$(PY) tools/matrix.py
+
+# The same, and rewrite README.md's compatibility table from the run.
+matrix: venv
+	$(PY) tools/matrix.py --readme README.md
+
+test-quick: venv $(foreach v,$(TEST_TRITONS),.triton/$(v)/.installed)
 	@status=0; for v in $(TEST_TRITONS); do \
 	  echo "=== Triton $$v (CPU interpreter)"; \
 	  TRITON_INTERPRET=1 PYTHONPATH=.triton/$$v $(PY) -m pytest -q -p no:cacheprovider -n auto $(PYTEST_ARGS) || status=1; \
 	done; exit $$status
 
 clean:
-	rm -rf $(VENV) .triton *.egg-info
+	rm -rf $(VENV) .triton .wrapt *.egg-info

@@ -1,5 +1,6 @@
 """Threads, and leaving Triton alone."""
 
+import os
 import threading
 import time
 
@@ -122,7 +123,8 @@ def snapshot():
     return snap
 before = snapshot()
 import kwshim
-@triton.autotune(configs=[triton.Config({{}}, num_warps=2)], key=[])
+from tests.kernels import autotune
+@autotune(configs=[triton.Config({{}}, num_warps=2)], key=[])
 @kwshim.kwsafe
 @triton.jit
 def k(out_ptr, num_warps: tl.constexpr):
@@ -134,7 +136,8 @@ after = snapshot()
 changed = [key for key in before if after.get(key) is not before[key]]
 print(len(before), "changed:", changed)
 """
-    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=root)
     assert result.returncode == 0, result.stderr[-2000:]
     count, _, changed = result.stdout.strip().partition(" changed: ")
     assert int(count) > 50 and changed == "[]"

@@ -16,7 +16,7 @@ from kwshim import KwsafeKernel, LaunchArgumentError, PlacementError, UnknownLau
 from kwshim import _triton
 
 from . import kernels
-from .kernels import store_kernel
+from .kernels import autotune, needs_block_loads, store_kernel
 
 GRID = (1,)
 
@@ -34,7 +34,7 @@ def _seed_source(a_ptr, out_ptr, n_cols, BLOCK_SIZE: tl.constexpr, num_stages: t
     tl.store(out_ptr + offsets, a * num_stages, mask=mask)
 
 
-@triton.autotune(configs=[triton.Config({}, num_stages=2, num_warps=1)], key=["BLOCK_SIZE"])
+@autotune(configs=[triton.Config({}, num_stages=2, num_warps=1)], key=["BLOCK_SIZE"])
 @kwsafe
 @triton.jit
 def simple_kernel(a_ptr, out_ptr, n_cols, BLOCK_SIZE: tl.constexpr, num_stages: tl.constexpr):
@@ -44,6 +44,7 @@ def simple_kernel(a_ptr, out_ptr, n_cols, BLOCK_SIZE: tl.constexpr, num_stages: 
     tl.store(out_ptr + offsets, a * num_stages, mask=mask)
 
 
+@needs_block_loads
 def test_seed_example_gets_num_stages_from_the_config():
     a = torch.arange(8, dtype=torch.float32)
     out = torch.zeros(8)
@@ -89,6 +90,14 @@ def test_heuristic_values_reach_reserved_parameters(out):
     assert stored(out) == 23
 
 
+def test_autotuned_kernel_without_reserved_parameters(out):
+    # Bare, 2.3.x fails every autotuned launch ('warmup') and 3.2.0 too ('num_buffers_warp_spec').
+    kernel = autotune(configs=[triton.Config({"scale": 6}, num_warps=2)], key=[])(
+        store_kernel(["scale"], "scale * 7"))
+    kernel[GRID](out)
+    assert stored(out) == 42
+
+
 def test_heuristic_above_autotune(out):
     kernels.heuristic_over_autotune[GRID](out)
     assert stored(out) == 27
@@ -110,10 +119,14 @@ def test_every_launch_option_of_the_installed_triton_reaches_a_parameter_of_that
 
 
 def test_launch_options_that_are_not_parameters_are_consumed(out):
-    kernels.warps_stages[GRID](out, 1, 2, num_ctas=1, enable_fp_fusion=False, debug=False, stream=None)
+    kernels.warps_stages[GRID](out, 1, 2, num_ctas=1, enable_fp_fusion=False, stream=None)
     assert stored(out) == 12
+    options = {name: None for name in _triton.launch_options() - {"grid", "warmup", "num_warps", "num_stages"}}
+    kernels.warps_stages[GRID](out, 3, 4, **options)
+    assert stored(out) == 34
 
 
+@needs_block_loads
 def test_a_kernel_without_reserved_parameters_is_unchanged():
     x = torch.arange(5, dtype=torch.float32)
     out = torch.zeros(5)

@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 
 from kwshim import _triton
 
-from .kernels import store_all_kernel
+from .kernels import autotune, store_all_kernel
 
 EXAMPLES = int(os.environ.get("KWSHIM_ORACLE_EXAMPLES", "300"))
 ORDINARY = ["a", "b", "x_val", "BLOCK"]
@@ -62,6 +62,16 @@ def launches(draw):
                 heuristic=heuristic)
 
 
+def config_launch_keywords(config):
+    """What the installed Autotuner adds to a launch for ``config``: ``all_kwargs()`` from 3.0;
+    2.x passes the Config's fields one by one, then its kwargs."""
+    if hasattr(config, "all_kwargs"):
+        return config.all_kwargs()
+    fields = {name: getattr(config, name) for name in
+              ("num_warps", "num_stages", "num_ctas", "enable_warp_specialization") if hasattr(config, name)}
+    return {**fields, **config.kwargs}
+
+
 def model(case, config):
     """What compiled Triton 3.x stores (a list), or the exception class it raises."""
     names, positional, kwargs = case["names"], list(case["positional"]), dict(case["keywords"])
@@ -72,7 +82,7 @@ def model(case, config):
     if case["heuristic"] is not None:  # Heuristics.run: kwargs[name] = heuristic(...)
         kwargs[case["heuristic"]] = 400
     if config is not None:  # Autotuner.run: fn.run(*args, **kwargs, **config.all_kwargs())
-        extra = config.all_kwargs()
+        extra = config_launch_keywords(config)
         if set(extra) & set(kwargs):
             return TypeError
         kwargs.update(extra)
@@ -100,7 +110,7 @@ def launch(case, config):
     kernel = store_all_kernel(case["names"], case["constexpr"], case["defaults"])
     stack = kernel
     if config is not None:
-        stack = triton.autotune(configs=[config], key=[])(stack)
+        stack = autotune(configs=[config], key=[])(stack)
     if case["heuristic"] is not None:
         stack = triton.heuristics({case["heuristic"]: lambda args: 400})(stack)
     out = torch.zeros(len(case["names"]), dtype=torch.int32)

@@ -1,0 +1,175 @@
+"""Run the test suite under every supported Triton release (and wrapt 1.x) and tabulate it.
+
+    .venv/bin/python tools/matrix.py [--releases 3.0.0 3.9.0 ...] [--readme README.md]
+
+One torch (the project's .venv) serves every release: each Triton goes into .triton/<release>
+(``pip install --no-deps --target``) and is selected with PYTHONPATH, as is wrapt 1.x from
+.wrapt/<version>. For each row it runs ``kwshim doctor --json`` (the bare interpreter's bugs,
+probed live) and pytest (kwsafe's result), writes matrix/results.json, prints a table, and with
+``--readme`` rewrites the table between the README's matrix markers. Exit status 1 if any row failed.
+"""
+
+import argparse
+import datetime
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+import xml.etree.ElementTree as ElementTree
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+RELEASES = ["2.2.0", "2.3.0", "2.3.1", "3.0.0", "3.1.0", "3.2.0", "3.3.0", "3.3.1", "3.4.0", "3.5.0", "3.5.1",
+            "3.6.0", "3.7.0", "3.7.1", "3.8.0", "3.9.0"]
+#: wrapt 1.x rows (wrapt 2.x is the .venv's): on the oldest and the newest release.
+WRAPT_1 = "1.14.1"
+WRAPT_1_RELEASES = ["2.2.0", "3.9.0"]
+BEGIN, END = "<!-- matrix:begin -->", "<!-- matrix:end -->"
+
+PROBE_LABELS = {
+    "reserved_keywords_reach_parameters": "drops reserved kwargs",
+    "reserved_keyword_overrides_default": "default used silently",
+    "unknown_keywords_refused": "unknown kwargs dropped silently",
+    "autotune_works": "autotune fails",
+}
+
+
+def install(package, version, folder):
+    marker = os.path.join(folder, ".installed")
+    if os.path.exists(marker):
+        return
+    subprocess.run(["rm", "-rf", folder], check=True)
+    subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", "--disable-pip-version-check", "--no-deps",
+                    "--target", folder, f"{package}=={version}"], check=True)
+    open(marker, "w").close()
+
+
+def run_row(release, wrapt_folder=None):
+    triton_folder = os.path.join(ROOT, ".triton", release)
+    install("triton", release, triton_folder)
+    paths = [p for p in (wrapt_folder, triton_folder) if p]
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(paths), TRITON_INTERPRET="1")
+    doctor = subprocess.run([sys.executable, "-m", "kwshim", "doctor", "--json"], capture_output=True, text=True,
+                            env=env, cwd=ROOT)
+    try:
+        probes = json.loads(doctor.stdout)["probes"]
+    except (ValueError, KeyError):
+        probes = {}
+    bugs = []
+    for key, label in PROBE_LABELS.items():
+        result = probes.get(key)
+        if result and not result["ok"]:
+            detail = result["detail"]
+            if key == "autotune_works":
+                cause = ("needs a GPU driver at decoration" if "decoration" in detail
+                         else "'warmup'" if "warmup" in detail
+                         else "'num_buffers_warp_spec'" if "num_buffers_warp_spec" in detail else "launch error")
+                label = f"autotune fails ({cause})"
+            bugs.append(label)
+    with tempfile.TemporaryDirectory() as scratch:
+        junit = os.path.join(scratch, "junit.xml")
+        start = time.perf_counter()
+        done = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-n", "auto",
+                               f"--junitxml={junit}"], capture_output=True, text=True, env=env, cwd=ROOT)
+        seconds = time.perf_counter() - start
+        counts = _junit_counts(junit)
+    failed = done.returncode != 0
+    tail = done.stdout.strip().splitlines()[-1] if done.stdout.strip() else done.stderr.strip()[-300:]
+    return {
+        "triton": release,
+        "wrapt": _wrapt_version(env),
+        "bare_interpreter": bugs or ["none found"],
+        "passed": counts["passed"], "failed": counts["failed"], "skipped": counts["skipped"],
+        "ok": not failed, "seconds": round(seconds, 1), "summary": tail,
+    }
+
+
+def _wrapt_version(env):
+    done = subprocess.run([sys.executable, "-c", "import wrapt; print(wrapt.__version__)"], capture_output=True,
+                          text=True, env=env)
+    return done.stdout.strip() or "?"
+
+
+def _junit_counts(path):
+    counts = {"passed": 0, "failed": 0, "skipped": 0}
+    if not os.path.exists(path):
+        return counts
+    root = ElementTree.parse(path).getroot()
+    suites = [root] if root.tag == "testsuite" else list(root)
+    for suite in suites:
+        tests, skipped = int(suite.get("tests", 0)), int(suite.get("skipped", 0))
+        failed = int(suite.get("failures", 0)) + int(suite.get("errors", 0))
+        counts["failed"] += failed
+        counts["skipped"] += skipped
+        counts["passed"] += tests - skipped - failed
+    return counts
+
+
+def table(results):
+    lines = [
+        f"Produced by `make matrix` (tools/matrix.py) on {results['date']}: {len(results['rows'])} rows in "
+        f"{results['wall_seconds'] / 60:.1f} min on a 2-core machine; torch {results['torch']}, numpy {results['numpy']}, "
+        "CPU interpreter.",
+        "",
+        "| Triton | wrapt | bug in the bare interpreter (probed live) | kwsafe: test suite |",
+        "| --- | --- | --- | --- |",
+    ]
+    for row in results["rows"]:
+        verdict = (f"{row['passed']} passed" + (f", {row['skipped']} skipped" if row["skipped"] else "")
+                   if row["ok"] else f"FAILED: {row['failed']} failed, {row['passed']} passed")
+        lines.append(f"| {row['triton']} | {row['wrapt']} | {'; '.join(row['bare_interpreter'])} | {verdict} |")
+    return "\n".join(lines)
+
+
+def rewrite_readme(path, text):
+    with open(path) as handle:
+        readme = handle.read()
+    if BEGIN not in readme or END not in readme:
+        raise SystemExit(f"{path} has no {BEGIN} ... {END} markers")
+    head, rest = readme.split(BEGIN, 1)
+    _, tail = rest.split(END, 1)
+    with open(path, "w") as handle:
+        handle.write(f"{head}{BEGIN}\n{text}\n{END}{tail}")
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--releases", nargs="+", default=RELEASES)
+    parser.add_argument("--no-wrapt-1", action="store_true", help="skip the wrapt 1.x rows")
+    parser.add_argument("--results", default=os.path.join(ROOT, "matrix", "results.json"))
+    parser.add_argument("--readme", help="rewrite this README's matrix table from the results")
+    options = parser.parse_args()
+    start = time.perf_counter()
+    rows = []
+    plan = [(release, None) for release in options.releases]
+    if not options.no_wrapt_1:
+        wrapt_folder = os.path.join(ROOT, ".wrapt", WRAPT_1)
+        plan += [(release, wrapt_folder) for release in WRAPT_1_RELEASES if release in options.releases]
+    for release, wrapt_folder in plan:
+        if wrapt_folder:
+            install("wrapt", WRAPT_1, wrapt_folder)
+        row = run_row(release, wrapt_folder)
+        rows.append(row)
+        print(f"Triton {row['triton']:6} wrapt {row['wrapt']:7} {'ok    ' if row['ok'] else 'FAILED'} "
+              f"{row['seconds']:6.1f} s  {row['summary']}", flush=True)
+    import numpy
+    import torch
+
+    results = {"date": datetime.date.today().isoformat(), "wall_seconds": round(time.perf_counter() - start, 1),
+               "torch": torch.__version__, "numpy": numpy.__version__, "rows": rows}
+    os.makedirs(os.path.dirname(options.results), exist_ok=True)
+    with open(options.results, "w") as handle:
+        json.dump(results, handle, indent=2)
+    text = table(results)
+    print()
+    print(text)
+    if options.readme:
+        rewrite_readme(options.readme, text)
+    failed = [row for row in rows if not row["ok"]]
+    print(f"\n{len(rows) - len(failed)} passed, {len(failed)} failed")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
