@@ -73,15 +73,25 @@ def probe():
 
 
 def _probe_autotune():
+    problems = []
     try:
         kernel = triton.autotune(configs=[triton.Config({}, num_warps=2)], key=[])(_plain)
     except Exception as exc:
-        return {"ok": False, "detail": f"@triton.autotune fails at decoration (needs a GPU driver?): {_error(exc)}"}
+        problems.append(f"@triton.autotune fails at decoration (needs a GPU driver): {_error(exc)}")
+        try:  # the same Autotuner, given a benchmarker, shows whether launches work
+            from triton.runtime.autotuner import Autotuner
+
+            kernel = Autotuner(_plain, _plain.arg_names, [triton.Config({}, num_warps=2)], [], None, None,
+                               do_bench=lambda *args, **kwargs: [0.0])
+        except Exception:
+            return {"ok": False, "detail": problems[0]}
     try:
         stored = _launch(kernel, 4)
+        if stored != 4:
+            problems.append(f"stored {stored}, expected 4")
     except Exception as exc:
-        return {"ok": False, "detail": f"every autotuned launch fails: {_error(exc)}"}
-    return {"ok": stored == 4, "detail": f"stored {stored}, expected 4"}
+        problems.append(f"every autotuned launch fails: {_error(exc)}")
+    return {"ok": not problems, "detail": "; ".join(problems) or "stored 4, expected 4"}
 
 
 if __name__ == "__main__":

@@ -62,10 +62,11 @@ def run_row(release, wrapt_folder=None):
         if result and not result["ok"]:
             detail = result["detail"]
             if key == "autotune_works":
-                cause = ("needs a GPU driver at decoration" if "decoration" in detail
-                         else "'warmup'" if "warmup" in detail
-                         else "'num_buffers_warp_spec'" if "num_buffers_warp_spec" in detail else "launch error")
-                label = f"autotune fails ({cause})"
+                causes = [text for found, text in (("decoration" in detail, "needs a GPU driver at decoration"),
+                                                   ("warmup" in detail, "launch: 'warmup'"),
+                                                   ("num_buffers_warp_spec" in detail,
+                                                    "launch: 'num_buffers_warp_spec'")) if found]
+                label = f"autotune fails ({', '.join(causes) or 'launch error'})"
             bugs.append(label)
     with tempfile.TemporaryDirectory() as scratch:
         junit = os.path.join(scratch, "junit.xml")
