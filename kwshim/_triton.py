@@ -71,6 +71,19 @@ def kernel_classes() -> KernelClasses:
     )
 
 
+def is_kernel(obj) -> bool:
+    """A ``@triton.jit`` kernel, compiled or interpreted (a kwsafe kernel counts: it reads as one)."""
+    classes = kernel_classes()
+    return isinstance(obj, tuple(c for c in (classes.jit, classes.interpreted) if c is not None))
+
+
+def is_stack(obj) -> bool:
+    """An ``Autotuner`` or ``Heuristics`` (something whose ``.fn`` leads down to a kernel)."""
+    classes = kernel_classes()
+    kinds = tuple(c for c in (classes.autotuner, classes.heuristics) if c is not None)
+    return bool(kinds) and isinstance(obj, kinds)
+
+
 def interpreter_requested() -> bool:
     """Whether the environment asks for the interpreter (the variable Triton reads)."""
     return os.environ.get("TRITON_INTERPRET", "0").strip().lower() in ("1", "true", "yes", "on")

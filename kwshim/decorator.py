@@ -55,8 +55,7 @@ def kwsafe(kernel=_NO_KERNEL):
                 f"TRITON_INTERPRET is set, but Triton {_triton.triton_version()} has no interpreter "
                 "(it arrived in 2.2.0), so kwsafe cannot apply: upgrade to Triton >= 2.2.0")
         return kernel  # compiled mode: compiled Triton already binds every parameter
-    stacks = tuple(c for c in (classes.autotuner, classes.heuristics) if c is not None)
-    if stacks and isinstance(kernel, stacks):
+    if _triton.is_stack(kernel):
         from .retrofit import retrofit_stack
 
         return retrofit_stack(kernel)

@@ -25,10 +25,10 @@ def retrofit_stack(stack):
         child = getattr(parent, "fn", None)
         if child is None:
             break
-        if _is_stack(child):
+        if _triton.is_stack(child):
             parent = child
             continue
-        if _is_kernel(child):
+        if _triton.is_kernel(child):
             fixed = kwsafe(child)
             if fixed is not child:
                 parent.fn = fixed
@@ -49,12 +49,12 @@ def kwsafe_module(module):
         raise TypeError(f"kwsafe_module expects a module, got {type(module).__qualname__}")
     fixed = []
     for name, value in list(vars(module).items()):
-        if _is_kernel(value):
+        if _triton.is_kernel(value):
             wrapped = kwsafe(value)
             if wrapped is not value:
                 setattr(module, name, wrapped)
                 fixed.append(name)
-        elif _is_stack(value):
+        elif _triton.is_stack(value):
             before = _innermost(value)
             if isinstance(before, KwsafeKernel):
                 continue
@@ -67,19 +67,7 @@ def kwsafe_module(module):
 def _innermost(stack):
     node = stack
     for _ in range(_MAX_DEPTH):
-        if not _is_stack(node):
+        if not _triton.is_stack(node):
             return node
         node = node.fn
     return node
-
-
-def _is_kernel(obj):
-    classes = _triton.kernel_classes()
-    kinds = tuple(c for c in (classes.jit, classes.interpreted) if c is not None)
-    return isinstance(obj, kinds)
-
-
-def _is_stack(obj):
-    classes = _triton.kernel_classes()
-    kinds = tuple(c for c in (classes.autotuner, classes.heuristics) if c is not None)
-    return bool(kinds) and isinstance(obj, kinds)

@@ -51,12 +51,12 @@ def _overlapping_launches(first, second):
 
     def first_grid(meta):
         first_inside.set()
-        second_inside.wait(0.5)  # times out where launches are serialized
+        second_inside.wait(2)  # times out where launches are serialized
         return (1,)
 
     def second_grid(meta):
         second_inside.set()
-        first_done.wait(2)
+        first_done.wait(5)
         return (1,)
 
     def launch(kernel, grid, done=None):
