@@ -84,33 +84,14 @@ class KwsafeKernel(wrapt.ObjectProxy):
     def __init__(self, kernel):
         super().__init__(kernel)
         self._self_plan = BindingPlan(_kernel_name(kernel), kernel.fn, _triton.launch_options())
+        self._self_launcher_for = _launcher_factory(kernel, self._self_plan)
 
     # -- launch paths ----------------------------------------------------------------------
     # The hot path of every launch. Each binds inline (no helper frame: on this interpreter
     # each frame under a running kernel costs time) and hands the interpreter positional
     # values only, with no launch keyword.
     def __getitem__(self, grid):
-        kernel, plan = self.__wrapped__, self._self_plan
-        bind, fail, keyword_only, arity = plan.fast_bind, plan.fail, plan.has_keyword_only, plan.arity
-
-        def launcher(*args, **kwargs):
-            if not kwargs and len(args) == arity:  # every parameter given positionally: bound as is
-                with _LAUNCH_LOCK:
-                    return kernel[grid](*args)
-            if kwargs and ("grid" in kwargs or "warmup" in kwargs):
-                key = "grid" if "grid" in kwargs else "warmup"
-                raise LaunchArgumentError(
-                    f"{plan.kernel_name}() got multiple values for keyword argument '{key}'")
-            try:
-                bound = bind(*args, **kwargs)
-            except TypeError:
-                fail(args, kwargs)
-            with _LAUNCH_LOCK:
-                if keyword_only:
-                    return kernel[grid](*bound[0], **bound[1])
-                return kernel[grid](*bound)
-
-        return launcher
+        return self._self_launcher_for(grid)
 
     def run(self, *args, grid, warmup=False, **kwargs):
         plan = self._self_plan
@@ -172,6 +153,34 @@ class KwsafeKernel(wrapt.ObjectProxy):
 
     def __reduce__(self):
         return self.__reduce_ex__(2)
+
+
+def _launcher_factory(kernel, plan):
+    """``launcher_for(grid)``: what ``kernel[grid]`` returns, built from values fixed per kernel."""
+    bind, fail, keyword_only, arity, name = (
+        plan.fast_bind, plan.fail, plan.has_keyword_only, plan.arity, plan.kernel_name)
+    lock = _LAUNCH_LOCK
+
+    def launcher_for(grid):
+        def launcher(*args, **kwargs):
+            if not kwargs and len(args) == arity:  # every parameter given positionally: bound as is
+                with lock:
+                    return kernel[grid](*args)
+            if kwargs and ("grid" in kwargs or "warmup" in kwargs):
+                key = "grid" if "grid" in kwargs else "warmup"
+                raise LaunchArgumentError(f"{name}() got multiple values for keyword argument '{key}'")
+            try:
+                bound = bind(*args, **kwargs)
+            except TypeError:
+                fail(args, kwargs)
+            with lock:
+                if keyword_only:
+                    return kernel[grid](*bound[0], **bound[1])
+                return kernel[grid](*bound)
+
+        return launcher
+
+    return launcher_for
 
 
 def _kernel_name(kernel):
