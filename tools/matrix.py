@@ -53,9 +53,10 @@ def run_row(release, wrapt_folder=None):
     doctor = subprocess.run([sys.executable, "-m", "kwshim", "doctor", "--json"], capture_output=True, text=True,
                             env=env, cwd=ROOT)
     try:
-        probes = json.loads(doctor.stdout)["probes"]
-    except (ValueError, KeyError):
-        probes = {}
+        report = json.loads(doctor.stdout)
+    except ValueError:
+        report = {}
+    probes = report.get("probes", {})
     bugs = []
     for key, label in PROBE_LABELS.items():
         result = probes.get(key)
@@ -79,17 +80,11 @@ def run_row(release, wrapt_folder=None):
     tail = done.stdout.strip().splitlines()[-1] if done.stdout.strip() else done.stderr.strip()[-300:]
     return {
         "triton": release,
-        "wrapt": _wrapt_version(env),
+        "wrapt": report.get("wrapt") or "?",
         "bare_interpreter": bugs or ["none found"],
         "passed": counts["passed"], "failed": counts["failed"], "skipped": counts["skipped"],
         "ok": not failed, "seconds": round(seconds, 1), "summary": tail,
     }
-
-
-def _wrapt_version(env):
-    done = subprocess.run([sys.executable, "-c", "import wrapt; print(wrapt.__version__)"], capture_output=True,
-                          text=True, env=env)
-    return done.stdout.strip() or "?"
 
 
 def _junit_counts(path):
