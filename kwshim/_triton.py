@@ -15,15 +15,17 @@ from typing import NamedTuple, Optional
 
 from .errors import TritonNotFoundError
 
-__all__ = ["import_triton", "kernel_classes", "launch_options", "stripped_names", "triton_version", "KernelClasses"]
+__all__ = ["import_triton", "kernel_classes", "launch_options", "stripped_names", "triton_version", "KernelClasses",
+           "walk", "innermost", "compiler_accepts", "pristine_interpreter_methods", "interpreter_restores_patches",
+           "injected_keywords"]
 
 #: Distributions known to provide the ``triton`` module; a hard requirement on one of them
 #: would clobber the others, so kwshim requires none.
 TRITON_DISTRIBUTIONS = ("triton", "pytorch-triton", "pytorch-triton-rocm", "pytorch-triton-xpu", "triton-windows")
 
-#: Keywords that every launch owns, whatever the release: the grid, the warm-up flag, and the
-#: stream of releases that took one.
-LAUNCH_KEYWORDS = frozenset({"grid", "warmup", "stream"})
+#: Keywords that every launch owns, whatever the release: the grid and the warm-up flag.
+#: (``stream`` is refused, as compiled 3.x refuses it: see ``options.DEPRECATED``.)
+LAUNCH_KEYWORDS = frozenset({"grid", "warmup"})
 
 
 def import_triton():
@@ -82,6 +84,167 @@ def is_stack(obj) -> bool:
     classes = kernel_classes()
     kinds = tuple(c for c in (classes.autotuner, classes.heuristics) if c is not None)
     return bool(kinds) and isinstance(obj, kinds)
+
+
+def walk(obj, limit=64):
+    """``obj``, then each ``.fn`` below it while the node is an Autotuner/Heuristics: the one walk
+    down a decorator stack. Stops at the first node that is not a stack (a kernel, or anything)."""
+    for _ in range(limit):
+        yield obj
+        if not is_stack(obj):
+            return
+        obj = getattr(obj, "fn", None)
+    raise RecursionError(f"kwshim: a stack deeper than {limit} levels (a cycle through .fn?)")
+
+
+def innermost(obj):
+    """What sits at the bottom of a stack (the jit kernel, normally); ``obj`` itself for a kernel."""
+    for node in walk(obj):
+        pass
+    return node
+
+
+def is_interpreted(obj) -> bool:
+    """Whether the kernel at the bottom of ``obj`` is an interpreter kernel."""
+    interpreted = kernel_classes().interpreted
+    return interpreted is not None and isinstance(innermost(obj), interpreted)
+
+
+@functools.lru_cache(maxsize=None)
+def compiler_accepts() -> frozenset:
+    """Which kinds of parameter the installed compiler's code generator takes into a kernel's
+    signature, beyond positional-or-keyword ones: a subset of {"keyword_only", "variadic"}.
+
+    Probed by running the code generator's own ``visit_arguments`` on a parsed signature
+    (3.9 added both, PR #11418; earlier releases ignore them, and compiling then fails)."""
+    import_triton()
+    import ast
+
+    try:
+        from triton.compiler.code_generator import CodeGenerator
+    except ImportError:
+        return frozenset()
+    node = ast.parse("def k(a, *vals, kw): pass").body[0].args
+
+    class _Visitor:
+        @staticmethod
+        def visit(child):
+            return getattr(child, "arg", None)
+
+    try:
+        names = CodeGenerator.visit_arguments(_Visitor(), node)
+    except Exception:
+        return frozenset()
+    if isinstance(names, tuple):  # (arg_names, kwarg_names) before 3.9
+        names = names[0]
+    names = set(names or ())
+    return frozenset(kind for kind, name in (("keyword_only", "kw"), ("variadic", "vals")) if name in names)
+
+
+@functools.lru_cache(maxsize=None)
+def pristine_interpreter_methods():
+    """``(getitem, run)``: the interpreter kernel class's own launch methods, read once, before
+    anything of kwshim's is installed. ``run`` is None where it is a per-instance closure (<= 3.5)."""
+    cls = kernel_classes().interpreted
+    run = cls.__dict__.get("run")
+    return cls.__dict__["__getitem__"] if "__getitem__" in cls.__dict__ else cls.__getitem__, run
+
+
+@functools.lru_cache(maxsize=None)
+def interpreter_restores_patches() -> bool:
+    """Whether each interpreted launch patches ``triton.language`` and undoes it afterwards (3.6+,
+    PR #8735), which makes overlapping launches in two threads break each other. Earlier
+    releases patch and leave it patched, and need no serialization."""
+    import_triton()
+    try:
+        interpreter = importlib.import_module("triton.runtime.interpreter")
+    except ImportError:
+        return False
+    return hasattr(interpreter, "_LangPatchScope")
+
+
+@functools.lru_cache(maxsize=None)
+def run_requires_warmup() -> bool:
+    """Whether compiled ``JITFunction.run`` takes ``warmup`` as a required keyword (3.x; 2.2's
+    own launch paths call ``run`` without it)."""
+    try:
+        param = inspect.signature(kernel_classes().jit.run).parameters.get("warmup")
+    except (TypeError, ValueError, AttributeError):
+        return False
+    return param is not None and param.kind is inspect.Parameter.KEYWORD_ONLY and param.default is param.empty
+
+
+class _ProbeStop(Exception):
+    pass
+
+
+@functools.lru_cache(maxsize=None)
+def injected_keywords():
+    """The keywords compiled ``JITFunction.run`` adds to every launch itself (``debug``; from 3.6
+    ``instrumentation_mode``; on 3.9 ``fpsan_homomorphic_casts``), as a dict name ->
+    ``(value, caller_wins)``: the value a launch that gives none receives, and whether a value the
+    caller gives by keyword is kept. Probed by running the compiled ``run`` on a stand-in kernel
+    up to its pre-run hooks (a detached copy of it, whose driver is a stand-in) and reading the
+    keywords it built."""
+    jit = kernel_classes().jit
+    run = getattr(jit, "run", None)
+    code = getattr(run, "__code__", None)
+    if code is None or "kwargs" not in code.co_varnames:
+        return {}
+
+    import types
+
+    class _NoGPU:  # stands in for the driver in a detached copy of run: Triton itself is untouched
+        class active:
+            @staticmethod
+            def get_current_device():
+                return 0
+
+            @staticmethod
+            def get_current_stream(device=None):
+                return 0
+
+    namespace = dict(run.__globals__, driver=_NoGPU)
+    detached = types.FunctionType(code, namespace, run.__name__, run.__defaults__, run.__closure__)
+    detached.__kwdefaults__ = run.__kwdefaults__
+
+    def built_keywords(**given):
+        class _Stand:
+            debug = None
+            pre_run_hooks = [_stop]
+
+            def __getattr__(self, name):
+                raise _ProbeStop
+
+        try:
+            detached(_Stand(), grid=(1,), warmup=False, **given)
+        except _ProbeStop as exc:
+            found = getattr(exc, "kwargs", None)
+            if found is not None:
+                return found
+            traceback = exc.__traceback__
+        except BaseException as exc:  # no GPU driver: read the frame the failure left behind
+            traceback = exc.__traceback__
+        else:
+            return {}
+        while traceback is not None:
+            if traceback.tb_frame.f_code is code:
+                return dict(traceback.tb_frame.f_locals.get("kwargs") or {})
+            traceback = traceback.tb_next
+        return {}
+
+    def _stop(*args, **kwargs):
+        error = _ProbeStop()
+        error.kwargs = dict(kwargs)
+        raise error
+
+    plain = built_keywords()
+    marker = object()
+    found = {}
+    for name, value in plain.items():
+        kept = built_keywords(**{name: marker}).get(name) is marker
+        found[name] = (value, kept)
+    return found
 
 
 def interpreter_requested() -> bool:

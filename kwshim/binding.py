@@ -8,9 +8,11 @@ parameter, in compiled Triton's order (binding errors first, unknown keywords af
 """
 
 import inspect
+import itertools
 import keyword
+import linecache
 
-from .errors import LaunchArgumentError, PlacementError, UnknownLaunchKeywordError
+from .errors import LaunchArgumentError, UnknownLaunchKeywordError, UnsupportedSignatureError
 
 __all__ = ["BindingPlan"]
 
@@ -39,13 +41,17 @@ class BindingPlan:
 
     def __init__(self, kernel_name, function, launch_options):
         self.kernel_name = kernel_name
-        self.launch_options = frozenset(launch_options)
+        #: a set shared with ``kwshim.options`` is kept as it is (it follows the target in force)
+        self.launch_options = launch_options if isinstance(launch_options, (set, frozenset)) else frozenset(
+            launch_options)
+        self.module = getattr(function, "__module__", None) or "kwshim"
+        self.qualname = getattr(function, "__qualname__", kernel_name)
         params = list(inspect.signature(function).parameters.values())
         variadic = [p.name for p in params if p.kind in (_P.VAR_POSITIONAL, _P.VAR_KEYWORD)]
         if variadic:
-            raise PlacementError(
-                f"{kernel_name}() declares *{variadic[0]}: Triton kernels take no variadic "
-                "parameters, so kwsafe cannot bind its launches")
+            raise UnsupportedSignatureError(
+                f"{kernel_name}() declares *{variadic[0]}: kwsafe binds named parameters only, so it "
+                "cannot bind this kernel's launches")
         self.parameters = params
         self.names = frozenset(p.name for p in params)
         self.positional = [p.name for p in params if p.kind is not _P.KEYWORD_ONLY]
@@ -87,11 +93,26 @@ class BindingPlan:
             f"    return {result}\n")
         namespace = {defaults: {p.name: p.default for p in self.parameters if p.default is not _P.empty},
                      known: self.launch_options, refuse: _refuse}
-        exec(compile(source, f"<kwshim binder of {self.kernel_name}>", "exec"), namespace)
-        return namespace[name]
+        filename = f"<kwshim binder of {self.module}.{self.qualname} #{next(_serial)}>"
+        # As attrs does for the methods it generates: the source goes into linecache, so that
+        # tracebacks and inspect.getsource show the binder's lines.
+        linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
+        exec(compile(source, filename, "exec"), namespace)
+        binder = namespace[name]
+        binder.__module__ = self.module
+        binder.__qualname__ = f"{self.qualname}.<kwshim binder>"
+        return binder
 
-    def fail(self, args, kwargs):
-        """Raise the error compiled Triton would raise for this launch, naming the kernel."""
+    def fail(self, args, kwargs, check_options=None):
+        """Raise the error compiled Triton would raise for this launch, naming the kernel, in
+        compiled Triton's order: binding errors, then option values (``check_options``), then
+        unknown keywords. Raised without the internal exception that led here."""
+        try:
+            self._diagnose(args, kwargs, check_options)
+        except (LaunchArgumentError, AssertionError) as error:
+            raise error from None
+
+    def _diagnose(self, args, kwargs, check_options):
         name = self.kernel_name
         given_positionally = set(self.positional[: len(args)])
         for key in kwargs:
@@ -108,6 +129,8 @@ class BindingPlan:
             raise LaunchArgumentError(
                 f"{name}() missing {len(missing)} required argument{'s' if len(missing) > 1 else ''}: "
                 f"{_quoted_list(missing)}")
+        if check_options is not None:
+            check_options(kwargs)
         unknown = [key for key in kwargs if key not in self.names and key not in self.launch_options]
         if unknown:
             raise UnknownLaunchKeywordError(
@@ -117,6 +140,9 @@ class BindingPlan:
                 f"{'they are not launch options' if len(unknown) > 1 else 'it is not a launch option'} "
                 "of the installed Triton", unknown)
         raise AssertionError(f"kwshim: a launch of {name}() was refused without a fault")  # pragma: no cover
+
+
+_serial = itertools.count(1)
 
 
 def _unused(taken, stem):

@@ -10,6 +10,9 @@ __all__ = [
     "PlacementError",
     "TritonNotFoundError",
     "UnsupportedTritonError",
+    "UnsupportedSignatureError",
+    "LaunchOptionError",
+    "ConfigDivergenceError",
 ]
 
 
@@ -61,4 +64,31 @@ class UnsupportedTritonError(RuntimeError):
     ``TRITON_INTERPRET`` interpreter at all).
 
     .. versionadded:: 0.1.0
+    """
+
+
+class UnsupportedSignatureError(TypeError):
+    """The kernel declares a kind of parameter that the installed Triton's compiler refuses
+    (keyword-only parameters before 3.9), or that kwshim cannot bind (variadic parameters).
+    Refused when the kernel is wrapped, so that no launch can silently use a default.
+
+    .. versionadded:: 0.2.0
+    """
+
+
+class LaunchOptionError(AssertionError):
+    """A launch option's value is refused as the target backend refuses it (CUDA:
+    ``num_warps must be a power of 2``), or a deprecated launch keyword (``stream``) is given.
+    Compiled Triton raises ``AssertionError`` here, and so does this.
+
+    .. versionadded:: 0.2.0
+    """
+
+
+class ConfigDivergenceError(AssertionError):
+    """Under the ``"verify"`` autotune policy, two Configs of one autotuned kernel left a tensor
+    argument different. The message names the kernel, both Configs, the parameter, how many
+    elements differ, the largest absolute difference and the first differing index.
+
+    .. versionadded:: 0.2.0
     """

@@ -1,0 +1,323 @@
+"""An interpreted kernel whose launches bind as compiled Triton 3.x binds them.
+
+Every interpreter release passes *positional* values to the kernel untouched, so a launch is
+bound here (``binding.BindingPlan``) and handed to the interpreter with every parameter given
+positionally and no launch keyword. ``LaunchPaths`` holds one kernel's launch paths
+(``kernel[grid](...)`` and ``kernel.run(...)``); three things use it:
+
+- ``KwsafeKernel``, the proxy ``@kwsafe`` returns;
+- ``fix_in_place``, which fixes a kernel object itself (every reference to it sees the fix);
+- the switch (``kwshim.activate``), which routes every interpreted kernel's launches here.
+"""
+
+import copy
+import functools
+import importlib
+import pickle
+import threading
+import weakref
+
+import wrapt
+
+from . import _triton, options
+from .binding import BindingPlan
+from .errors import LaunchArgumentError, UnsupportedSignatureError
+
+__all__ = ["KwsafeKernel", "LaunchPaths", "paths_of", "fix_in_place", "is_fixed_in_place", "kernel_name"]
+
+#: Serializes interpreted launches where the interpreter needs it: from 3.6 it patches
+#: triton.language for the length of each launch and restores it afterwards, so two launches in
+#: two threads break each other ("Did you forget to add @triton.jit ?"). Earlier releases patch
+#: once and leave it, and take no lock (it cost about 1% of a launch there).
+_LAUNCH_LOCK = threading.RLock()
+
+
+def kernel_name(kernel):
+    fn = kernel.fn
+    return getattr(fn, "__name__", None) or getattr(kernel, "__name__", "kernel")
+
+
+def check_signature(name, fn):
+    """Refuse, when the kernel is wrapped, a signature the installed compiler would refuse: a
+    launch must never silently use a parameter's default instead of the value given."""
+    import inspect
+
+    accepted = _triton.compiler_accepts()
+    for param in inspect.signature(fn).parameters.values():
+        if param.kind is inspect.Parameter.KEYWORD_ONLY and "keyword_only" not in accepted:
+            raise UnsupportedSignatureError(
+                f"{name}() declares the keyword-only parameter '{param.name}': the installed Triton's "
+                "compiler refuses keyword-only kernel parameters (compiled Triton before 3.9 raises "
+                "CompilationError), and its interpreter would silently launch with the default. "
+                f"Declare '{param.name}' before any '*' in the signature.")
+        if param.kind in (inspect.Parameter.VAR_POSITIONAL, inspect.Parameter.VAR_KEYWORD):
+            star = "*" if param.kind is inspect.Parameter.VAR_POSITIONAL else "**"
+            if "variadic" in accepted and star == "*":
+                reason = ("the installed Triton's compiler accepts variadic kernels, but kwsafe binds "
+                          "named parameters only and cannot bind this one's launches")
+            else:
+                reason = "the installed Triton's compiler takes no variadic kernel parameters"
+            raise UnsupportedSignatureError(f"{name}() declares {star}{param.name}: {reason}")
+
+
+class LaunchPaths:
+    """One interpreted kernel's launch paths, built once from values fixed per kernel.
+
+    ``launcher_for(grid)`` is what ``kernel[grid]`` returns; ``run(*args, grid, warmup, **kw)``
+    is ``kernel.run``. Both follow compiled Triton's order: the keywords compiled ``run``
+    injects itself (``debug``, ...), pre-run hooks, binding errors, option values, unknown keywords.
+    """
+
+    def __init__(self, kernel):
+        name = kernel_name(kernel)
+        check_signature(name, kernel.fn)
+        plan = BindingPlan(name, kernel.fn, options.known_names())
+        self.plan = plan
+        injected = _triton.injected_keywords()
+        options.known_names().update(injected)
+        declares_injected = bool(plan.names & injected.keys())
+        has_hooks = hasattr(kernel, "add_pre_run_hook")
+        getitem, method_run = _triton.pristine_interpreter_methods()
+        lock = _LAUNCH_LOCK if _triton.interpreter_restores_patches() else None
+        bind, fail, keyword_only = plan.fast_bind, plan.fail, plan.has_keyword_only
+        arity = -1 if declares_injected else plan.arity
+
+        def check(kwargs):
+            options.check(name, kwargs)
+
+        if method_run is not None:  # 3.6+: the interpreter's run is a method
+            def raw(grid, args, kwargs):
+                return method_run(kernel, *args, grid=grid, warmup=False, **kwargs)
+        else:
+            def raw(grid, args, kwargs):
+                return getitem(kernel, grid)(*args, **kwargs)
+
+        if lock is not None:
+            unlocked = raw
+
+            def raw(grid, args, kwargs):
+                with lock:
+                    return unlocked(grid, args, kwargs)
+
+        def with_injected(kwargs):
+            kwargs = dict(kwargs)
+            for key, (value, caller_wins) in injected.items():
+                if not (caller_wins and key in kwargs):
+                    kwargs[key] = value
+            return kwargs
+
+        def bind_checked(args, kwargs):
+            try:
+                bound = bind(*args, **kwargs)
+            except TypeError:
+                bound = None
+            if bound is None:
+                fail(args, kwargs, check)
+            if kwargs:
+                check(kwargs)
+            return bound
+
+        def launch(grid, args, kwargs):
+            hooks = kernel.pre_run_hooks if has_hooks else None
+            if declares_injected or hooks:
+                kwargs = with_injected(kwargs)
+            if hooks:  # compiled Triton calls them with the caller's values, before binding
+                for hook in list(hooks):
+                    hook(*args, **kwargs)
+            bound = bind_checked(args, kwargs)
+            if keyword_only:
+                positional, keywords = bound
+            else:
+                positional, keywords = bound, {}
+            if not hooks:
+                return raw(grid, positional, keywords)
+            with (lock or _LAUNCH_LOCK):  # the interpreter must not call the hooks a second time
+                kernel.pre_run_hooks = []
+                try:
+                    return raw(grid, positional, keywords)
+                finally:
+                    kernel.pre_run_hooks = hooks
+
+        empty = {}
+
+        def launcher_for(grid):
+            if type(grid) is list:  # compiled Triton launches a list grid; the interpreter cannot
+                grid = tuple(grid)
+
+            def launcher(*args, **kwargs):
+                if not kwargs and len(args) == arity and not (has_hooks and kernel.pre_run_hooks):
+                    return raw(grid, args, empty)
+                if "grid" in kwargs or "warmup" in kwargs:
+                    key = "grid" if "grid" in kwargs else "warmup"
+                    raise LaunchArgumentError(f"{name}() got multiple values for keyword argument '{key}'")
+                return launch(grid, args, kwargs)
+
+            return launcher
+
+        def run(*args, grid, warmup, **kwargs):
+            if type(grid) is list:
+                grid = tuple(grid)
+            if warmup:  # compiled Triton compiles without launching: bind and check only
+                bind_checked(args, with_injected(kwargs) if declares_injected else kwargs)
+                return None
+            if not kwargs and len(args) == arity and not (has_hooks and kernel.pre_run_hooks):
+                return raw(grid, args, empty)
+            return launch(grid, args, kwargs)
+
+        if not _triton.run_requires_warmup():  # as the installed compiled run: warmup defaults to False
+            strict = run
+
+            def run(*args, grid, warmup=False, **kwargs):
+                return strict(*args, grid=grid, warmup=warmup, **kwargs)
+
+        self.launcher_for = launcher_for
+        self.run = run
+
+
+# -- one LaunchPaths per kernel object, for the in-place fix and the switch -------------------
+
+_PATHS = {}
+
+
+def paths_of(kernel) -> LaunchPaths:
+    """The launch paths of ``kernel`` (an interpreter kernel object), built on first use."""
+    entry = _PATHS.get(id(kernel))
+    if entry is not None and entry[0]() is kernel:
+        return entry[1]
+    paths = LaunchPaths(kernel)
+    key = id(kernel)
+    _PATHS[key] = (weakref.ref(kernel, lambda _, key=key: _PATHS.pop(key, None)), paths)
+    return paths
+
+
+class RunSlot:
+    """``run`` on a fixed kernel's class (or, while the switch is on, on the interpreter kernel
+    class): a data descriptor, so it wins over the per-instance ``run`` closure that
+    interpreters up to 3.5 set in ``__init__`` (kept, and set through)."""
+
+    def __get__(self, kernel, owner=None):
+        if kernel is None:
+            return self
+        return paths_of(kernel).run
+
+    def __set__(self, kernel, value):
+        kernel.__dict__["run"] = value
+
+
+def _fixed_getitem(kernel, grid):
+    return paths_of(kernel).launcher_for(grid)
+
+
+@functools.lru_cache(maxsize=None)
+def _fixed_class(cls):
+    _triton.pristine_interpreter_methods()
+    namespace = {"__getitem__": _fixed_getitem, "run": RunSlot(), "_kwshim_fixed": True,
+                 "__module__": cls.__module__, "__reduce_ex__": _reduce_fixed}
+    return type(cls.__name__, (cls,), namespace)
+
+
+def _reduce_fixed(kernel, protocol):
+    """Copies of a fixed kernel stay fixed (``copy``/``deepcopy`` rebuild its class)."""
+    return _rebuild_fixed, (type(kernel).__mro__[1], kernel.__dict__.copy())
+
+
+def _rebuild_fixed(base, state):
+    kernel = base.__new__(base)
+    kernel.__dict__.update(state)
+    kernel.__class__ = _fixed_class(base)
+    return kernel
+
+
+def fix_in_place(kernel) -> bool:
+    """Make ``kernel`` (an interpreter kernel object) bind its own launches as compiled Triton
+    does, so that every reference to it is fixed. Returns False if it already was."""
+    if getattr(type(kernel), "_kwshim_fixed", False):
+        return False
+    paths_of(kernel)  # refuse a signature kwsafe cannot bind before changing anything
+    kernel.__class__ = _fixed_class(type(kernel))
+    return True
+
+
+def is_fixed_in_place(kernel) -> bool:
+    return getattr(type(kernel), "_kwshim_fixed", False)
+
+
+# -- the proxy @kwsafe returns ------------------------------------------------------------------
+
+class KwsafeKernel(wrapt.ObjectProxy):
+    """An interpreted kernel whose launches bind as compiled Triton 3.x binds them.
+
+    It is the kernel for every other purpose: ``isinstance``, attributes, hash and equality
+    read through to it. Launch paths (``[grid]``, ``run``, ``warmup``) are its own, because the
+    kernel's own ``__getitem__`` never calls a proxy's ``run``.
+    """
+
+    def __init__(self, kernel):
+        super().__init__(kernel)
+        paths = LaunchPaths(kernel)
+        self._self_plan = paths.plan
+        self._self_launcher_for = paths.launcher_for
+        self._self_run = paths.run
+
+    def __getitem__(self, grid):
+        return self._self_launcher_for(grid)
+
+    @property
+    def run(self):
+        return self._self_run
+
+    @property
+    def warmup(self):
+        if not hasattr(self.__wrapped__, "warmup"):
+            raise AttributeError(f"{type(self.__wrapped__).__name__!r} object has no attribute 'warmup'")
+        run = self._self_run
+
+        def warmup(*args, grid, **kwargs):
+            return run(*args, grid=grid, warmup=True, **kwargs)
+
+        return warmup
+
+    def __call__(self, *args, **kwargs):
+        # A call from inside another kernel (a device-function call): nothing to bind.
+        return self.__wrapped__(*args, **kwargs)
+
+    @property
+    def __name__(self):
+        # 2.x InterpretedFunction has no __name__ of its own; every release's fn does.
+        return getattr(self.__wrapped__, "__name__", None) or self.__wrapped__.fn.__name__
+
+    def __repr__(self):
+        return f"<kwsafe {self.__wrapped__!r}>"
+
+    def __copy__(self):
+        return type(self)(copy.copy(self.__wrapped__))
+
+    def __deepcopy__(self, memo):
+        return type(self)(copy.deepcopy(self.__wrapped__, memo))
+
+    def __reduce_ex__(self, protocol):
+        module, qualname = self.__wrapped__.fn.__module__, self.__wrapped__.fn.__qualname__
+        try:
+            found = _resolve(module, qualname)
+        except Exception:
+            found = None
+        if found is None or found.__wrapped__ is not self.__wrapped__:
+            raise pickle.PicklingError(
+                f"cannot pickle {self!r}: kwsafe kernels pickle by reference, and it is not "
+                f"reachable as {module}.{qualname}")
+        return _resolve, (module, qualname)
+
+    def __reduce__(self):
+        return self.__reduce_ex__(2)
+
+
+def _resolve(module, qualname):
+    """Find the kwsafe kernel named ``module.qualname`` (pickling by reference): the name may be
+    bound to the kernel itself or to an autotune/heuristics stack around it."""
+    obj = importlib.import_module(module)
+    for part in qualname.split("."):
+        obj = getattr(obj, part)
+    for node in _triton.walk(obj):
+        if isinstance(node, KwsafeKernel):
+            return node
+    raise pickle.UnpicklingError(f"{module}.{qualname} holds no kwsafe kernel")

@@ -1,0 +1,207 @@
+"""Launch options: which keywords a launch may carry, and which values the target backend refuses.
+
+Compiled Triton reads a launch's keywords as compile options of the backend it compiles for: the
+backend's ``parse_options`` builds its options class (``CUDAOptions``, ``HIPOptions``, ...), whose
+own checks refuse bad values (CUDA: ``num_warps must be a power of 2``), and a keyword that is
+neither an option field nor a parameter is a ``KeyError``. The interpreter has no backend, so
+kwshim runs the installed backends' own ``parse_options`` on each launch's option keywords.
+
+The target is ``KWSHIM_TARGET`` (``cuda``, ``hip``, ...) or ``set_target()``. With none, an
+option name is accepted if any installed backend accepts it, and a value is refused only if
+every installed backend refuses it.
+"""
+
+import functools
+import importlib
+import os
+import pkgutil
+from typing import Callable, Dict, NamedTuple, Optional
+
+from . import _triton
+from .errors import LaunchOptionError
+
+__all__ = ["set_target", "get_target", "installed_targets", "known_names", "DEPRECATED"]
+
+#: A representative device per target, used to build the backend's options (the H200 that the
+#: parity report is measured on is sm90).
+_REPRESENTATIVE = {"cuda": (90, 32), "hip": ("gfx942", 64)}
+
+#: Keywords compiled Triton 3.x refuses with an AssertionError whatever the kernel declares.
+DEPRECATED = {
+    "device_type": "device_type option is deprecated; current target will be used",
+    "device": "device option is deprecated; current device will be used",
+    "stream": "stream option is deprecated; current stream will be used",
+}
+
+_ENV = "KWSHIM_TARGET"
+_target: Optional[str] = None
+_target_read = False
+
+
+class Backend(NamedTuple):
+    target: str
+    names: frozenset  #: the option fields it accepts
+    check: Optional[Callable[[dict], object]]  #: raises AssertionError/ValueError for a refused value
+
+
+def set_target(target: Optional[str]) -> None:
+    """Validate launch options as ``target``'s backend does (``"cuda"``, ``"hip"``, ...); ``None``
+    accepts what any installed backend accepts. Overrides ``KWSHIM_TARGET``."""
+    global _target, _target_read
+    if target is not None and target not in installed_targets():
+        raise ValueError(f"kwshim: unknown target {target!r}; the installed Triton has backends for "
+                         f"{', '.join(sorted(installed_targets())) or 'none'}")
+    _target, _target_read = target, True
+    _refresh_known_names()
+
+
+def get_target() -> Optional[str]:
+    """The target set by ``set_target`` or ``KWSHIM_TARGET`` (read once), or None."""
+    global _target, _target_read
+    if not _target_read:
+        _target_read = True
+        value = os.environ.get(_ENV, "").strip().lower() or None
+        if value is not None and value not in installed_targets():
+            raise ValueError(f"{_ENV}={value!r}, but the installed Triton has backends for "
+                             f"{', '.join(sorted(installed_targets())) or 'none'}")
+        _target = value
+    return _target
+
+
+@functools.lru_cache(maxsize=None)
+def backends() -> Dict[str, Backend]:
+    """Every installed backend's options, by target name."""
+    _triton.import_triton()
+    found: Dict[str, Backend] = {}
+    try:
+        discovered = importlib.import_module("triton.backends").backends  # 3.x
+        from triton.backends.compiler import GPUTarget
+    except (ImportError, AttributeError):
+        discovered, GPUTarget = {}, None
+    for name, backend in discovered.items():
+        compiler = getattr(backend, "compiler", None)
+        for target, (arch, warp_size) in _REPRESENTATIVE.items():
+            try:
+                device = GPUTarget(target, arch, warp_size)
+                if not compiler.supports_target(device):
+                    continue
+                instance = compiler(device)
+                options = instance.parse_options({})
+            except Exception:  # a backend that cannot be built here: its options are unreachable
+                continue
+            found[target] = Backend(target, frozenset(options.__dataclass_fields__),
+                                    lambda given, parse=instance.parse_options: parse(dict(given)))
+            break
+    if not found:  # 2.3: options dataclasses in triton.compiler.backends.<name>, built directly
+        for target, options_class in _legacy_option_classes():
+            found[target] = Backend(target, frozenset(options_class.__dataclass_fields__),
+                                    lambda given, cls=options_class: cls(**{k: v for k, v in given.items()
+                                                                            if v is not None}))
+    return found
+
+
+def _legacy_option_classes():
+    try:
+        package = importlib.import_module("triton.compiler.backends")
+    except ImportError:
+        return
+    for info in pkgutil.iter_modules(package.__path__, package.__name__ + "."):
+        try:
+            module = importlib.import_module(info.name)
+        except Exception:
+            continue
+        for value in vars(module).values():
+            if isinstance(value, type) and value.__name__.endswith("Options") and hasattr(value, "__dataclass_fields__"):
+                yield info.name.rsplit(".", 1)[-1], value
+
+
+def installed_targets() -> frozenset:
+    return frozenset(backends())
+
+
+#: The keywords a launch may carry that are not parameters, for the target in force. One set
+#: object, updated in place when the target changes, so every kernel's binder sees the change.
+_KNOWN: set = set()
+
+
+def known_names() -> set:
+    if not _KNOWN:
+        _refresh_known_names()
+    return _KNOWN
+
+
+def _refresh_known_names():
+    target = get_target()
+    if target is None:
+        names = set(_triton.launch_options())
+        for backend in backends().values():
+            names |= backend.names
+    else:
+        names = set(backends()[target].names) | {"grid", "warmup"}
+    names -= set(DEPRECATED)
+    _KNOWN.clear()
+    _KNOWN.update(names)
+    _verdicts.clear()
+
+
+def option_names() -> frozenset:
+    """Every name some installed backend validates."""
+    names = set()
+    for backend in backends().values():
+        names |= backend.names
+    return frozenset(names)
+
+
+_verdicts: Dict[tuple, Optional[str]] = {}
+
+
+def check(kernel_name: str, keywords: dict) -> None:
+    """Refuse the launch's option values as compiled Triton would (a ``LaunchOptionError``,
+    which is an ``AssertionError``), naming the kernel, the option and the value."""
+    names = _option_names_cached()
+    given = {k: v for k, v in keywords.items() if k in names}
+    if not given:
+        return
+    try:
+        key = tuple(sorted(given.items()))
+        verdict = _verdicts[key]
+    except KeyError:
+        verdict = _verdicts[key] = _judge(given)
+    except TypeError:  # an unhashable value: judge it every time
+        verdict = _judge(given)
+    if verdict is not None:
+        raise LaunchOptionError(f"{kernel_name}(): {verdict}")
+
+
+@functools.lru_cache(maxsize=None)
+def _option_names_cached() -> frozenset:
+    return option_names()
+
+
+def _judge(given: dict) -> Optional[str]:
+    """None when the target (or, with none, some backend) accepts ``given``; else the reason."""
+    target = get_target()
+    candidates = [backends()[target]] if target else list(backends().values())
+    reasons = []
+    for backend in candidates:
+        mine = {k: v for k, v in given.items() if k in backend.names}
+        try:
+            backend.check(mine)
+            return None
+        except (AssertionError, ValueError, TypeError) as exc:
+            reasons.append((backend.target, _culprit(backend, mine), str(exc) or type(exc).__name__))
+    if not reasons:
+        return None
+    parts = [f"{culprit} is refused by the {target_name} backend: {message}"
+             for target_name, culprit, message in reasons]
+    return "launch option " + "; ".join(parts)
+
+
+def _culprit(backend: Backend, given: dict) -> str:
+    """The option (``name=value``) that the backend refuses on its own, or all of them."""
+    for name, value in given.items():
+        try:
+            backend.check({name: value})
+        except (AssertionError, ValueError, TypeError):
+            return f"{name}={value!r}"
+    return ", ".join(f"{name}={value!r}" for name, value in given.items())

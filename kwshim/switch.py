@@ -1,0 +1,129 @@
+"""One switch for a whole process: ``kwshim.activate()``.
+
+While it is on, every interpreted kernel binds its launches as under ``@kwsafe`` (decorated or
+not, created before or after, in any library) and every autotuner over interpreted kernels
+tunes on the CPU under a policy (``autotune.py``). It works by patching Triton's interpreter
+kernel class and ``Autotuner`` while on, and nowhere else: each patch records the exact prior
+attribute (or its absence) and is undone in reverse order when the last handle deactivates.
+
+Choices, documented for users:
+- **Nesting**: handles stack. The innermost active handle's policy is in force; deactivating
+  it restores the enclosing one's. Deactivating out of order is allowed; Triton is restored
+  when no handle is left.
+- **Double deactivation** is a no-op.
+- **Threads**: the switch is process-wide (Triton's classes are), not per thread; activation
+  and deactivation are serialized by a lock. Activate before starting threads that launch.
+- In compiled mode nothing changes: every patched path hands compiled kernels to Triton's own code.
+"""
+
+import threading
+from typing import List, Optional
+
+from . import _triton
+from . import autotune as autotune_module
+from .kernel import RunSlot, paths_of
+
+__all__ = ["activate", "Handle", "active_settings", "is_active"]
+
+_ABSENT = object()
+_LOCK = threading.RLock()
+_HANDLES: List["Handle"] = []
+_PATCHES: Optional["Patches"] = None
+
+
+class Patches:
+    """Reversible attribute patches: record the exact prior value (or absence), undo in reverse."""
+
+    def __init__(self):
+        self._undo = []
+
+    def set(self, owner, name, value):
+        prior = vars(owner).get(name, _ABSENT)
+        setattr(owner, name, value)
+        self._undo.append((owner, name, prior))
+
+    def undo(self):
+        while self._undo:
+            owner, name, prior = self._undo.pop()
+            if prior is _ABSENT:
+                delattr(owner, name)
+            else:
+                setattr(owner, name, prior)
+
+
+class Handle:
+    """An activation of the switch. A context manager; ``deactivate()`` ends it (twice is a no-op)."""
+
+    def __init__(self, settings):
+        self.settings = settings
+
+    @property
+    def active(self) -> bool:
+        return self in _HANDLES
+
+    def deactivate(self) -> None:
+        global _PATCHES
+        with _LOCK:
+            if self not in _HANDLES:
+                return
+            _HANDLES.remove(self)
+            if not _HANDLES and _PATCHES is not None:
+                _PATCHES.undo()
+                _PATCHES = None
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc_info):
+        self.deactivate()
+
+    def __repr__(self):
+        return f"<kwshim switch {self.settings.policy!r} {'active' if self.active else 'inactive'}>"
+
+
+def activate(autotune: str = "all", *, rtol: float = 1e-05, atol: float = 1e-08, equal_nan: bool = False) -> Handle:
+    """Switch kwshim on for the whole process and return its handle (also a context manager).
+
+    ``autotune`` is the policy of autotuners over interpreted kernels: ``"first"`` (no tuning),
+    ``"all"`` (each surviving Config runs once per key, the first is chosen) or ``"verify"``
+    (``"all"``, and every Config must leave the tensors as the first does, compared exactly for
+    integers and booleans and with ``rtol``/``atol``/``equal_nan`` for floating point).
+    """
+    global _PATCHES
+    settings = autotune_module.Settings(autotune, rtol, atol, equal_nan)
+    handle = Handle(settings)
+    with _LOCK:
+        if _PATCHES is None:
+            _PATCHES = _install()
+        _HANDLES.append(handle)
+    return handle
+
+
+def is_active() -> bool:
+    return bool(_HANDLES)
+
+
+def active_settings():
+    handles = _HANDLES
+    return handles[-1].settings if handles else autotune_module.Settings()
+
+
+def _install() -> Patches:
+    classes = _triton.kernel_classes()
+    patches = Patches()
+    if classes.interpreted is None:  # 2.1.0: nothing interprets, so nothing to switch
+        return patches
+    _triton.pristine_interpreter_methods()  # read before anything is patched
+    try:
+        patches.set(classes.interpreted, "__getitem__", _switch_getitem)
+        patches.set(classes.interpreted, "run", RunSlot())
+        if classes.autotuner is not None:
+            autotune_module.install(patches, active_settings)
+    except BaseException:
+        patches.undo()
+        raise
+    return patches
+
+
+def _switch_getitem(kernel, grid):
+    return paths_of(kernel).launcher_for(grid)
