@@ -67,7 +67,7 @@ class UnsupportedTritonError(RuntimeError):
     """
 
 
-class UnsupportedSignatureError(TypeError):
+class UnsupportedSignatureError(PlacementError):
     """The kernel declares a kind of parameter that the installed Triton's compiler refuses
     (keyword-only parameters before 3.9), or that kwshim cannot bind (variadic parameters).
     Refused when the kernel is wrapped, so that no launch can silently use a default.

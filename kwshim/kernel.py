@@ -119,7 +119,7 @@ class LaunchPaths:
 
         def launch(grid, args, kwargs):
             hooks = kernel.pre_run_hooks if has_hooks else None
-            if declares_injected or hooks:
+            if declares_injected or hooks or not injected.keys().isdisjoint(kwargs):
                 kwargs = with_injected(kwargs)
             if hooks:  # compiled Triton calls them with the caller's values, before binding
                 for hook in list(hooks):
@@ -158,7 +158,8 @@ class LaunchPaths:
             if type(grid) is list:
                 grid = tuple(grid)
             if warmup:  # compiled Triton compiles without launching: bind and check only
-                bind_checked(args, with_injected(kwargs) if declares_injected else kwargs)
+                bind_checked(args, with_injected(kwargs) if declares_injected or not injected.keys().isdisjoint(
+                    kwargs) else kwargs)
                 return None
             if not kwargs and len(args) == arity and not (has_hooks and kernel.pre_run_hooks):
                 return raw(grid, args, empty)

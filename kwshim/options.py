@@ -160,8 +160,14 @@ def check(kernel_name: str, keywords: dict) -> None:
     which is an ``AssertionError``), naming the kernel, the option and the value."""
     names = _option_names_cached()
     given = {k: v for k, v in keywords.items() if k in names}
-    if not given:
-        return
+    if given:
+        _check_values(kernel_name, given)
+    for key in DEPRECATED:
+        if key in keywords:
+            raise LaunchOptionError(f"{kernel_name}(): {DEPRECATED[key]}")
+
+
+def _check_values(kernel_name, given):
     try:
         key = tuple(sorted(given.items()))
         verdict = _verdicts[key]
@@ -188,7 +194,7 @@ def _judge(given: dict) -> Optional[str]:
         try:
             backend.check(mine)
             return None
-        except (AssertionError, ValueError, TypeError) as exc:
+        except Exception as exc:  # AssertionError or ValueError from the backend's checks, or a crash on a bad type
             reasons.append((backend.target, _culprit(backend, mine), str(exc) or type(exc).__name__))
     if not reasons:
         return None
@@ -202,6 +208,6 @@ def _culprit(backend: Backend, given: dict) -> str:
     for name, value in given.items():
         try:
             backend.check({name: value})
-        except (AssertionError, ValueError, TypeError):
+        except Exception:
             return f"{name}={value!r}"
     return ", ".join(f"{name}={value!r}" for name, value in given.items())

@@ -10,7 +10,7 @@ from kwshim import _triton
 
 def test_launch_options_include_every_config_field_and_the_launch_keywords():
     options = _triton.launch_options()
-    assert {"grid", "warmup", "stream", "num_warps", "num_stages", "num_ctas"} <= options
+    assert {"grid", "warmup", "num_warps", "num_stages", "num_ctas"} <= options
     config = triton.Config({})
     if hasattr(config, "all_kwargs"):
         assert set(config.all_kwargs()) <= options

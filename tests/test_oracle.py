@@ -14,6 +14,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from kwshim import _triton
+from kwshim import options as kwshim_options
 
 from .kernels import autotune, store_all_kernel
 
@@ -77,9 +78,7 @@ def model(case, config):
     names, positional, kwargs = case["names"], list(case["positional"]), dict(case["keywords"])
     if "grid" in kwargs:  # kernel[grid](..., grid=...): the launch's own keyword, given twice
         return TypeError
-    if case["heuristic"] == "grid":  # Heuristics.run's kwargs hold the launch grid: it is replaced
-        return TypeError
-    if case["heuristic"] is not None:  # Heuristics.run: kwargs[name] = heuristic(...)
+    if case["heuristic"] is not None and case["heuristic"] != "grid":  # Heuristics.run: kwargs[name] = heuristic(...)
         kwargs[case["heuristic"]] = 400
     if config is not None:  # Autotuner.run: fn.run(*args, **kwargs, **config.all_kwargs())
         extra = config_launch_keywords(config)
@@ -100,9 +99,13 @@ def model(case, config):
             if name not in case["defaults"]:
                 return TypeError
             bound[name] = case["defaults"][name]
+    if "num_warps" in kwargs and kwargs["num_warps"] & (kwargs["num_warps"] - 1) and kwshim_options.backends():
+        return AssertionError  # every backend: num_warps must be a power of 2 (2.2 has no backend options)
     options = _triton.launch_options()
     if any(key not in names and key not in options for key in kwargs):
         return KeyError
+    if case["heuristic"] == "grid":  # Heuristics.run's kwargs hold the launch grid: replaced by 400,
+        return TypeError  # which compiled Triton fails on after binding and checking the options
     return [bound[name] for name in names]
 
 
