@@ -1,4 +1,5 @@
-"""The ``kwshim`` command line: ``kwshim check PATH...`` and ``kwshim doctor``.
+"""The ``kwshim`` command line: ``kwshim check PATH...``, ``kwshim doctor`` and
+``kwshim run [--autotune POLICY] SCRIPT|-m MODULE [ARGS...]``.
 
 Exit status: 0 clean, 1 findings (check) or a broken environment (doctor), 2 usage errors.
 """
@@ -19,7 +20,17 @@ def main(argv=None):
     check.add_argument("--format", choices=("text", "json"), default="text")
     doctor = commands.add_parser("doctor", help="probe this environment's Triton interpreter")
     doctor.add_argument("--json", action="store_true", help="machine-readable output")
+    run = commands.add_parser("run", help="run a script or module with the switch on (kwshim.activate)")
+    run.add_argument("--autotune", choices=("first", "all", "verify"), default="all",
+                     help="autotune policy for interpreted autotuners (default: all)")
+    run.add_argument("-m", dest="module", action="store_true", help="run a module, as python -m")
+    run.add_argument("target", metavar="SCRIPT|MODULE")
+    run.add_argument("args", nargs=argparse.REMAINDER, metavar="ARGS")
     options = parser.parse_args(argv)
+    if options.command == "run":
+        from .runner import run_target
+
+        return run_target(options.target, options.args, module=options.module, policy=options.autotune)
     if options.command == "check":
         return _check(options, parser)
     return _doctor(options)

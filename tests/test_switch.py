@@ -1,0 +1,301 @@
+"""The switch (kwshim.activate): every interpreted kernel binds as under @kwsafe, decorated or
+not; autotuners tune on the CPU under a policy; Triton is restored afterwards."""
+
+import os
+import subprocess
+import sys
+import threading
+
+import pytest
+import torch
+import triton
+import triton.language as tl
+
+import kwshim
+from kwshim import ConfigDivergenceError, LaunchArgumentError, switch
+
+from .kernels import needs_block_loads, store_kernel
+
+GRID = (1,)
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+@pytest.fixture(autouse=True)
+def no_switch_left_on():
+    yield
+    for handle in list(switch._HANDLES):
+        handle.deactivate()
+    assert not switch.is_active()
+
+
+def stored(out):
+    return int(out[0])
+
+
+@triton.jit
+def bare_warps_stages(out_ptr, num_warps: tl.constexpr, num_stages: tl.constexpr = 1):
+    tl.store(out_ptr, num_warps * 10 + num_stages)
+
+
+def test_an_undecorated_kernel_made_before_activation_binds_under_the_switch(out):
+    with kwshim.activate():
+        bare_warps_stages[GRID](out, num_warps=8, num_stages=3)
+        assert stored(out) == 83
+        bare_warps_stages.run(out, num_warps=4, grid=GRID, warmup=False)
+        assert stored(out) == 41
+        with pytest.raises(LaunchArgumentError, match=r"bare_warps_stages\(\) missing 1 required argument"):
+            bare_warps_stages[GRID](out)
+
+
+def test_a_kernel_made_while_active_binds_and_behaves_bare_after(out):
+    handle = kwshim.activate()
+    kernel = store_kernel(["num_warps"], "num_warps + 100", wrap=False)
+    kernel[GRID](out, num_warps=4)
+    assert stored(out) == 104
+    handle.deactivate()
+    out.zero_()
+    try:
+        kernel[GRID](out, num_warps=4)
+    except TypeError:
+        return  # 2.2-3.2 bare: the reserved keyword is dropped
+    assert stored(out) == 104  # 3.3+ bare interpreters bind it themselves
+
+
+def test_nesting_double_deactivation_and_the_policy_in_force():
+    outer = kwshim.activate(autotune="first")
+    inner = kwshim.activate(autotune="verify")
+    assert switch.active_settings().policy == "verify"
+    inner.deactivate()
+    inner.deactivate()  # a no-op
+    assert switch.active_settings().policy == "first" and switch.is_active()
+    outer.deactivate()
+    assert not switch.is_active()
+    with kwshim.activate() as handle:
+        assert handle.active
+    assert not handle.active
+
+
+def test_out_of_order_deactivation_keeps_the_switch_until_the_last_handle():
+    first, second = kwshim.activate(autotune="first"), kwshim.activate(autotune="all")
+    first.deactivate()
+    assert switch.active_settings().policy == "all"
+    second.deactivate()
+    assert not switch.is_active()
+
+
+def test_an_unknown_policy_is_refused():
+    with pytest.raises(ValueError, match="unknown autotune policy 'fastest'"):
+        kwshim.activate(autotune="fastest")
+    assert not switch.is_active()
+
+
+def test_activation_from_threads_is_serialized_and_balanced(out):
+    handles = []
+
+    def worker():
+        for _ in range(20):
+            handle = kwshim.activate()
+            handles.append(handle)
+            handle.deactivate()
+
+    threads = [threading.Thread(target=worker) for _ in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert len(handles) == 80 and not switch.is_active()
+
+
+def test_compiled_kernels_are_left_to_triton(monkeypatch):
+    monkeypatch.setenv("TRITON_INTERPRET", "0")
+    compiled = triton.jit(bare_warps_stages.fn)
+    with kwshim.activate():
+        assert type(compiled).__getitem__ is not switch._switch_getitem
+
+
+SNAPSHOT = """
+import os; os.environ["TRITON_INTERPRET"] = "1"
+import importlib, torch, triton, triton.language as tl
+MODULES = ("triton.runtime.interpreter", "triton.runtime.autotuner", "triton.runtime.jit")
+def snapshot():
+    snap = {}
+    for name in MODULES:
+        module = importlib.import_module(name)
+        for attr, value in list(vars(module).items()):
+            snap[(name, attr)] = value
+            if isinstance(value, type):
+                for member, inner in list(vars(value).items()):
+                    snap[(name, attr, member)] = inner
+    return snap
+before = snapshot()
+import kwshim
+handle = kwshim.activate(autotune="all")  # before decorating: 3.2-3.3 need it for @triton.autotune
+@triton.autotune(configs=[triton.Config({}, num_warps=w) for w in (1, 2)], key=[])
+@triton.jit
+def k(out_ptr, num_warps: tl.constexpr):
+    tl.store(out_ptr, num_warps)
+out = torch.zeros(1, dtype=torch.int32)
+k[(1,)](out)
+assert int(out[0]) == 1, int(out[0])
+during = snapshot()
+handle.deactivate()
+after = snapshot()
+patched = sorted(str(key) for key in before if during.get(key) is not before[key])
+changed = [key for key in set(before) | set(after) if after.get(key) is not before.get(key)]
+print(len(before), "patched:", len(patched), "changed:", changed)
+"""
+
+
+def test_triton_is_exactly_as_before_activation_after_deactivation():
+    result = subprocess.run([sys.executable, "-c", SNAPSHOT], capture_output=True, text=True, cwd=ROOT,
+                            env=dict(os.environ, TRITON_INTERPRET="1"))
+    if result.returncode != 0 and "active drivers" in result.stderr and "autotune" in result.stderr:
+        pytest.fail(result.stderr[-2000:])
+    assert result.returncode == 0, result.stderr[-2000:]
+    count, rest = result.stdout.strip().split(" patched: ")
+    patched, changed = rest.split(" changed: ")
+    assert int(count) > 50 and int(patched) >= 3  # the switch did patch while on
+    assert changed == "[]"
+
+
+# -- autotune on the CPU ------------------------------------------------------------------------
+
+def three_configs():
+    return [triton.Config({"SLOT": i}, num_warps=w) for i, w in enumerate((2, 4, 8))]
+
+
+def add_n_kernel():
+    @triton.jit
+    def add(out_ptr, n, num_warps: tl.constexpr, SLOT: tl.constexpr):
+        tl.store(out_ptr, tl.load(out_ptr) + num_warps + n * 0)
+
+    return add
+
+
+class Recorder:
+    """A grid callable: records which Config (its SLOT) each launch ran, and its num_warps."""
+
+    def __init__(self):
+        self.slots, self.warps = [], []
+
+    def __call__(self, meta):
+        self.slots.append(meta["SLOT"])
+        self.warps.append(meta["num_warps"])
+        return GRID
+
+
+def test_all_runs_each_config_once_then_the_first_and_caches_per_key():
+    with kwshim.activate(autotune="all"):
+        kernel = triton.autotune(configs=three_configs(), key=["n"])(add_n_kernel())
+        out, launches = torch.zeros(1, dtype=torch.int32), Recorder()
+        kernel[launches](out, 5)
+        assert launches.slots == [0, 1, 2, 0]  # each Config once, then the first
+        assert launches.warps == [2, 4, 8, 2]  # each run sees its own Config's num_warps
+        assert int(out[0]) == 2  # the tensors end as one launch of Config 0 leaves them
+        assert kernel.best_config.kwargs["SLOT"] == 0
+        assert len(kernel.configs_timings) == 3
+        assert all(float(t[0] if isinstance(t, list) else t) > 0 for t in kernel.configs_timings.values())
+        kernel[launches](out, 5)  # same key: the cached choice only
+        assert launches.slots == [0, 1, 2, 0, 0] and int(out[0]) == 4
+        kernel[launches](out, 6)  # a new key tunes again
+        assert launches.slots == [0, 1, 2, 0, 0, 0, 1, 2, 0]
+
+
+def test_first_runs_no_config_but_the_first():
+    with kwshim.activate(autotune="first"):
+        kernel = triton.autotune(configs=three_configs(), key=["n"])(add_n_kernel())
+        out, launches = torch.zeros(1, dtype=torch.int32), Recorder()
+        kernel[launches](out, 5)
+    assert launches.slots == [0] and int(out[0]) == 2
+    assert kernel.best_config.kwargs["SLOT"] == 0
+
+
+def test_pruning_and_hooks_keep_their_meaning():
+    def prune(configs, nargs, **kwargs):
+        return configs[1:]  # drop Config 0
+
+    with kwshim.activate(autotune="all"):
+        kernel = triton.autotune(configs=three_configs(), key=["n"], prune_configs_by={"early_config_prune": prune},
+                                 reset_to_zero=["out_ptr"])(add_n_kernel())
+        out, launches = torch.full((1,), 50, dtype=torch.int32), Recorder()
+        kernel[launches](out, 5)
+    assert launches.slots == [1, 2, 1]  # the first surviving Config is 1
+    assert int(out[0]) == 4  # reset_to_zero zeroed out before the launch of Config 1 (num_warps=4)
+
+
+def divergent_kernel():
+    @triton.jit
+    def scale(x_ptr, out_ptr, BLOCK: tl.constexpr):
+        offsets = tl.arange(0, 8)
+        x = tl.load(x_ptr + offsets)
+        tl.store(out_ptr + offsets, tl.where(offsets < BLOCK, x * 2, x))  # wrong beyond BLOCK
+
+    return scale
+
+
+@needs_block_loads
+def test_verify_names_the_divergent_config_argument_and_index():
+    x = torch.arange(8, dtype=torch.float32)
+    out = torch.zeros(8)
+    with kwshim.activate(autotune="verify"):
+        kernel = triton.autotune(configs=[triton.Config({"BLOCK": 8}), triton.Config({"BLOCK": 4})],
+                                 key=[])(divergent_kernel())
+        with pytest.raises(ConfigDivergenceError) as info:
+            kernel[GRID](x, out)
+    message = str(info.value)
+    assert isinstance(info.value, AssertionError)
+    assert "scale" in message and "BLOCK: 4" in message and "BLOCK: 8" in message
+    assert "argument 'out_ptr'" in message and "4 of 8 elements differ" in message
+    assert "largest absolute difference 7.0" in message and "first at index (4,)" in message
+    assert message.index("BLOCK: 4") < message.index("BLOCK: 8")  # the divergent Config, then the first
+
+
+@needs_block_loads
+def test_verify_passes_agreeing_configs_and_leaves_the_chosen_result():
+    x = torch.arange(8, dtype=torch.float32)
+    out = torch.zeros(8)
+    with kwshim.activate(autotune="verify"):
+        kernel = triton.autotune(configs=[triton.Config({"BLOCK": 8}), triton.Config({"BLOCK": 16})],
+                                 key=[])(divergent_kernel())
+        kernel[GRID](x, out)
+    assert out.tolist() == [2.0 * i for i in range(8)]
+
+
+def test_an_exception_in_one_config_names_it():
+    def grid(meta):
+        if meta["BLOCK"] == 16:
+            raise RuntimeError("this Config cannot launch")
+        return GRID
+
+    with kwshim.activate(autotune="all"):
+        kernel = triton.autotune(configs=[triton.Config({"BLOCK": 4}), triton.Config({"BLOCK": 16})], key=[])(
+            store_kernel(["BLOCK"], "BLOCK", wrap=False))
+        with pytest.raises(RuntimeError, match="this Config cannot launch") as info:
+            kernel[grid](torch.zeros(1, dtype=torch.int32))
+    notes = " ".join(getattr(info.value, "__notes__", []))
+    assert "while autotuning generated" in notes and "BLOCK: 16" in notes
+
+
+def test_cache_results_autotuners_tune_on_the_cpu():
+    import inspect as _inspect
+
+    if "cache_results" not in _inspect.signature(triton.autotune).parameters:
+        pytest.skip("this Triton's autotune has no cache_results (added in 3.4)")
+    with kwshim.activate(autotune="all"):
+        kernel = triton.autotune(configs=three_configs(), key=["n"], cache_results=True)(add_n_kernel())
+        launches = Recorder()
+        kernel[launches](torch.zeros(1, dtype=torch.int32), 3)
+    assert launches.slots == [0, 1, 2, 0]
+
+
+def test_heuristics_above_and_below_the_autotuner_keep_their_meaning():
+    with kwshim.activate(autotune="all"):
+        @triton.jit
+        def add(out_ptr, n, num_warps: tl.constexpr, SLOT: tl.constexpr, EXTRA: tl.constexpr):
+            tl.store(out_ptr, tl.load(out_ptr) + num_warps * 100 + EXTRA + n * 0)
+
+        kernel = triton.heuristics({"EXTRA": lambda args: args["n"] + 1})(
+            triton.autotune(configs=three_configs(), key=["n"])(add))
+        out, launches = torch.zeros(1, dtype=torch.int32), Recorder()
+        kernel[launches](out, 6)
+    assert int(out[0]) == 207 and launches.slots == [0, 1, 2, 0]
