@@ -14,3 +14,12 @@ def out():
     import torch
 
     return torch.zeros(1, dtype=torch.int32)
+
+
+def pytest_collection_modifyitems(config, items):
+    if os.environ.get("KWSHIM_SUITE_WITHOUT_KWSAFE") != "1":
+        return
+    skip = pytest.mark.skip(reason="about the KwsafeKernel object; this run has no @kwsafe (the switch binds)")
+    for item in items:
+        if "kwsafe_api" in item.keywords:
+            item.add_marker(skip)

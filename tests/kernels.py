@@ -17,6 +17,13 @@ import triton.language as tl
 
 from kwshim import kwsafe
 
+#: The contract suite also runs with no @kwsafe anywhere, under the switch (``pytest --kwshim``):
+#: then ``kwsafe`` here hands every kernel back untouched.
+WITHOUT_KWSAFE = os.environ.get("KWSHIM_SUITE_WITHOUT_KWSAFE") == "1"
+if WITHOUT_KWSAFE:
+    def kwsafe(kernel):  # noqa: F811
+        return kernel
+
 
 def _never_bench(kernel_call, quantiles=None):
     raise AssertionError("a single Config never benchmarks")
@@ -157,7 +164,7 @@ def store_kernel(params, stored, defaults=None, wrap=True):
     declared = ", ".join(
         f"{name}: tl.constexpr" + (f" = {defaults[name]!r}" if name in defaults else "") for name in params)
     kernel = _load_generated(f"@triton.jit\ndef generated(out_ptr, {declared}):\n    tl.store(out_ptr, {stored})\n")
-    return kernel if wrap else kernel.__wrapped__
+    return kernel if wrap else getattr(kernel, "__wrapped__", kernel)
 
 
 def store_all_kernel(params, constexpr, defaults):
@@ -183,3 +190,9 @@ def _load_generated(kernel_source):
         spec.loader.exec_module(module)
         _generated[source] = kwsafe(module.generated)
     return _generated[source]
+
+
+@kwsafe
+@triton.jit
+def plain_store(out_ptr, value):
+    tl.store(out_ptr, value)

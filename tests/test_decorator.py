@@ -169,6 +169,7 @@ def test_run_with_warmup_binds_but_does_not_launch(out):
         kernels.warps_stages.run(out, num_warps=4, grid=GRID, warmup=True)
 
 
+@pytest.mark.kwsafe_api
 def test_warmup_method_exactly_where_the_kernel_has_one(out):
     bare = kernels.bare(kernels.warps_stages)
     assert hasattr(kernels.warps_stages, "warmup") == hasattr(bare, "warmup")
@@ -264,6 +265,7 @@ def test_run_without_grid_is_refused(out):
 
 # -- placement ------------------------------------------------------------------------------
 
+@pytest.mark.kwsafe_api
 def test_kwsafe_with_parentheses(out):
     kernel = kwsafe()(store_kernel(["num_warps"], "num_warps", wrap=False))
     assert isinstance(kernel, KwsafeKernel)
@@ -271,6 +273,7 @@ def test_kwsafe_with_parentheses(out):
     assert stored(out) == 8
 
 
+@pytest.mark.kwsafe_api
 def test_kwsafe_twice_is_a_no_op():
     assert kwsafe(kernels.warps_stages) is kernels.warps_stages
 
@@ -311,6 +314,7 @@ def test_compiled_mode_returns_the_kernel_itself(monkeypatch):
     assert kwsafe()(compiled) is compiled
 
 
+@pytest.mark.kwsafe_api
 def test_interpreter_switched_on_by_knobs_is_detected_from_the_kernel(monkeypatch, out):
     knobs = getattr(triton, "knobs", None)
     if knobs is None or not hasattr(knobs.runtime, "interpret"):
@@ -336,6 +340,7 @@ def test_triton_without_interpreter_is_reported_as_unsupported(monkeypatch):
 
 # -- transparency ---------------------------------------------------------------------------
 
+@pytest.mark.kwsafe_api
 def test_attributes_read_through():
     kernel, bare = kernels.warps_stages, kernels.bare(kernels.warps_stages)
     assert isinstance(kernel, type(bare))
@@ -346,6 +351,7 @@ def test_attributes_read_through():
     assert kernels.autotuned_defaults.fn.fn.__doc__ == "Its reserved parameters have defaults that the Config overrides."
 
 
+@pytest.mark.kwsafe_api
 def test_hash_and_equality_are_stable():
     kernel = kernels.warps_stages
     assert hash(kernel) == hash(kernel) == hash(kernel.__wrapped__)
@@ -353,10 +359,12 @@ def test_hash_and_equality_are_stable():
     assert {kernel: 1}[kernel] == 1
 
 
+@pytest.mark.kwsafe_api
 def test_repr_says_it_is_wrapped():
     assert repr(kernels.warps_stages).startswith("<kwsafe ")
 
 
+@pytest.mark.kwsafe_api
 @pytest.mark.parametrize("duplicate", [copy.copy, copy.deepcopy])
 def test_copies_keep_the_fix(out, duplicate):
     clone = duplicate(kernels.warps_stages)
@@ -365,6 +373,7 @@ def test_copies_keep_the_fix(out, duplicate):
     assert stored(out) == 29
 
 
+@pytest.mark.kwsafe_api
 def test_deep_copied_autotuner_keeps_the_fix(out):
     clone = copy.deepcopy(kernels.autotuned_warps_stages)
     assert isinstance(clone.fn, KwsafeKernel)
@@ -372,6 +381,7 @@ def test_deep_copied_autotuner_keeps_the_fix(out):
     assert stored(out) == 43
 
 
+@pytest.mark.kwsafe_api
 def test_pickle_by_reference(out):
     for kernel in (kernels.warps_stages, kernels.autotuned_warps_stages.fn):
         assert pickle.loads(pickle.dumps(kernel)) is kernel
@@ -379,6 +389,7 @@ def test_pickle_by_reference(out):
     assert stored(out) == 33
 
 
+@pytest.mark.kwsafe_api
 def test_pickling_a_kernel_not_reachable_by_name_says_why():
     local = store_kernel(["num_warps"], "num_warps + 100")
     with pytest.raises(pickle.PicklingError, match="pickle by reference"):

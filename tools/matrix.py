@@ -26,6 +26,8 @@ RELEASES = ["2.2.0", "2.3.0", "2.3.1", "3.0.0", "3.1.0", "3.2.0", "3.3.0", "3.3.
 WRAPT_1 = "1.14.1"
 WRAPT_1_RELEASES = ["2.2.0", "3.9.0"]
 BEGIN, END = "<!-- matrix:begin -->", "<!-- matrix:end -->"
+#: The contract suite, run a second time with no @kwsafe anywhere under ``pytest --kwshim``.
+SWITCH_SUITE = ["tests/test_decorator.py", "tests/test_oracle.py", "tests/test_compiled_rules.py"]
 
 PROBE_LABELS = {
     "reserved_keywords_reach_parameters": "drops reserved kwargs",
@@ -76,13 +78,24 @@ def run_row(release, wrapt_folder=None):
                                f"--junitxml={junit}"], capture_output=True, text=True, env=env, cwd=ROOT)
         seconds = time.perf_counter() - start
         counts = _junit_counts(junit)
-    failed = done.returncode != 0
+        # The contract suite again with no @kwsafe anywhere, under the switch (pytest --kwshim).
+        switch_junit = os.path.join(scratch, "switch.xml")
+        switched = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-n", "auto",
+                                   "--kwshim", f"--junitxml={switch_junit}", *SWITCH_SUITE],
+                                  capture_output=True, text=True, env=dict(env, KWSHIM_SUITE_WITHOUT_KWSAFE="1"),
+                                  cwd=ROOT)
+        seconds = time.perf_counter() - start
+        switch_counts = _junit_counts(switch_junit)
+    failed = done.returncode != 0 or switched.returncode != 0
     tail = done.stdout.strip().splitlines()[-1] if done.stdout.strip() else done.stderr.strip()[-300:]
+    if switched.returncode != 0:
+        tail += " | switch run: " + (switched.stdout.strip().splitlines() or [switched.stderr[-300:]])[-1]
     return {
         "triton": release,
         "wrapt": report.get("wrapt") or "?",
         "bare_interpreter": bugs or ["none found"],
         "passed": counts["passed"], "failed": counts["failed"], "skipped": counts["skipped"],
+        "switch_passed": switch_counts["passed"], "switch_failed": switch_counts["failed"],
         "ok": not failed, "seconds": round(seconds, 1), "summary": tail,
     }
 
@@ -108,13 +121,15 @@ def table(results):
         f"{results['wall_seconds'] / 60:.1f} min on a 2-core machine; torch {results['torch']}, numpy {results['numpy']}, "
         "CPU interpreter.",
         "",
-        "| Triton | wrapt | bug in the bare interpreter (probed live) | kwsafe: test suite |",
-        "| --- | --- | --- | --- |",
+        "| Triton | wrapt | bug in the bare interpreter (probed live) | kwsafe: test suite | switch, no @kwsafe: contract suite |",
+        "| --- | --- | --- | --- | --- |",
     ]
     for row in results["rows"]:
         verdict = (f"{row['passed']} passed" + (f", {row['skipped']} skipped" if row["skipped"] else "")
                    if row["ok"] else f"FAILED: {row['failed']} failed, {row['passed']} passed")
-        lines.append(f"| {row['triton']} | {row['wrapt']} | {'; '.join(row['bare_interpreter'])} | {verdict} |")
+        switch = (f"{row.get('switch_passed', 0)} passed" if not row.get("switch_failed")
+                  else f"FAILED: {row['switch_failed']} failed")
+        lines.append(f"| {row['triton']} | {row['wrapt']} | {'; '.join(row['bare_interpreter'])} | {verdict} | {switch} |")
     return "\n".join(lines)
 
 
