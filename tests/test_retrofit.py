@@ -70,12 +70,15 @@ def test_a_stack_without_a_kernel_is_refused(library):
 
 
 def test_kwsafe_module_fixes_every_kernel_and_says_which(library):
-    fixed = kwsafe_module(library)
-    assert sorted(fixed) == ["_plain_kernel", "_scale_kernel", "_stages_kernel"]
+    with pytest.warns(UserWarning, match="skipped 1 kernel"):
+        fixed = kwsafe_module(library)
+    assert sorted(fixed) == ["_plain_kernel", "_reserved_default_kernel", "_scale_kernel", "_stages_kernel"]
+    assert list(fixed.skipped) == ["add_all"] and "declares *xs" in fixed.skipped["add_all"]
     assert library.stages(9) == 92
     assert isinstance(library._scale_kernel.fn, KwsafeKernel)
     assert is_fixed_in_place(library._plain_kernel)
-    assert kwsafe_module(library) == []
+    with pytest.warns(UserWarning):
+        assert kwsafe_module(library) == []
 
 
 def test_kwsafe_module_needs_a_module():
@@ -95,3 +98,27 @@ def test_compiled_stack_is_left_alone(monkeypatch):
         pytest.skip(f"this release's @triton.autotune needs a GPU driver: {exc}")
     inner = stack.fn
     assert kwsafe(stack) is stack and stack.fn is inner
+
+
+def test_plain_kernels_are_fixed_in_place_so_imported_references_are_fixed(library):
+    imported = library._reserved_default_kernel  # what `from library import ...` holds elsewhere
+    with pytest.warns(UserWarning):
+        kwsafe_module(library)
+    assert library._reserved_default_kernel is imported and is_fixed_in_place(imported)
+    out = torch.zeros(1, dtype=torch.int32)
+    imported[(1,)](out, num_warps=4)
+    assert int(out[0]) == 4  # bare 2.2-3.2 silently store the default, 1
+    imported.run(out, num_warps=8, grid=(1,), warmup=False)
+    assert int(out[0]) == 8
+
+
+def test_a_kernel_fixed_in_place_survives_copies(library):
+    import copy
+
+    with pytest.warns(UserWarning):
+        kwsafe_module(library)
+    clone = copy.deepcopy(library._reserved_default_kernel)
+    assert is_fixed_in_place(clone)
+    out = torch.zeros(1, dtype=torch.int32)
+    clone[(1,)](out, num_warps=2)
+    assert int(out[0]) == 2

@@ -1,0 +1,86 @@
+"""The switch's other two doors: ``kwshim run`` and the pytest plugin (``pytest --kwshim``)."""
+
+import os
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+PROGRAM = textwrap.dedent("""
+    import sys
+    import torch, triton, triton.language as tl
+
+    @triton.autotune(configs=[triton.Config({"X": x}, num_warps=w) for x, w in ((1, 4), (2, 8))], key=[])
+    @triton.jit
+    def k(out_ptr, X: tl.constexpr, num_warps: tl.constexpr = 1):
+        tl.store(out_ptr, num_warps * 10 + X)
+
+    if __name__ == "__main__":
+        out = torch.zeros(1, dtype=torch.int32)
+        k[(1,)](out)
+        print("argv", sys.argv[1:], "stored", int(out[0]))
+        sys.exit(int(sys.argv[-1]))
+""")
+
+
+def environment(**extra):
+    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
+    inherited = [os.path.abspath(p) for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
+    env["PYTHONPATH"] = os.pathsep.join([ROOT, *inherited])
+    env.update(extra)
+    return env
+
+
+def kwshim(*args, cwd):
+    return subprocess.run([sys.executable, "-m", "kwshim", *args], capture_output=True, text=True, cwd=cwd,
+                          env=environment(), timeout=300)
+
+
+def test_kwshim_run_script_keeps_argv_and_exit_status_and_tunes_on_the_cpu(tmp_path):
+    (tmp_path / "prog.py").write_text(PROGRAM)
+    done = kwshim("run", "--autotune", "all", "prog.py", "--flag", "3", cwd=tmp_path)
+    assert done.returncode == 3, done.stderr[-2000:]
+    assert "argv ['--flag', '3'] stored 41" in done.stdout  # Config 0 chosen, its num_warps bound
+
+
+def test_kwshim_run_module(tmp_path):
+    (tmp_path / "progmod.py").write_text(PROGRAM)
+    done = kwshim("run", "-m", "progmod", "0", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "argv ['0'] stored 41" in done.stdout
+
+
+def test_kwshim_run_reports_the_targets_exception_with_status_1(tmp_path):
+    (tmp_path / "boom.py").write_text("raise ValueError('from the target')\n")
+    done = kwshim("run", "boom.py", cwd=tmp_path)
+    assert done.returncode == 1 and "ValueError: from the target" in done.stderr
+
+
+PLUGIN_TEST = textwrap.dedent("""
+    import os
+    from kwshim import switch
+
+    def test_state():
+        assert switch.is_active() == (os.environ["EXPECT"] == "on")
+        if switch.is_active():
+            assert switch.active_settings().policy == os.environ["POLICY"]
+            assert os.environ["TRITON_INTERPRET"] == "1"
+""")
+
+
+@pytest.mark.parametrize("args, ini, expect, policy", [
+    ([], "", "off", "all"),
+    (["--kwshim"], "", "on", "all"),
+    (["--kwshim", "--kwshim-autotune", "verify"], "", "on", "verify"),
+    ([], "[pytest]\nkwshim = true\nkwshim_autotune = first\n", "on", "first"),
+])
+def test_pytest_plugin_is_inert_unless_asked(tmp_path, args, ini, expect, policy):
+    (tmp_path / "test_state.py").write_text(PLUGIN_TEST)
+    (tmp_path / "pytest.ini").write_text(ini or "[pytest]\n")
+    done = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
+                           *args, "test_state.py"], capture_output=True, text=True, cwd=tmp_path,
+                          env=environment(EXPECT=expect, POLICY=policy), timeout=300)
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
