@@ -83,6 +83,49 @@ def matmul(a_ptr, b_ptr, c_ptr, N: tl.constexpr, num_stages: tl.constexpr):
     tl.store(c_ptr + rows * N + cols, tl.dot(a, b, input_precision="ieee") + num_stages)
 
 
+@kwsafe
+@triton.jit
+def plain_store(out_ptr, value):
+    tl.store(out_ptr, value)
+
+
+@kwsafe
+@triton.jit
+def debug_param(out_ptr, debug: tl.constexpr = 5):
+    tl.store(out_ptr, debug)
+
+
+@kwsafe
+@triton.jit
+def instrumentation_param(out_ptr, instrumentation_mode: tl.constexpr = 5):
+    tl.store(out_ptr, 1 if instrumentation_mode == "" else 2)
+
+
+@triton.jit
+def keyword_only_reserved(out_ptr, *, num_warps: tl.constexpr = 1):
+    tl.store(out_ptr, num_warps)
+
+
+@triton.jit
+def keyword_only_plain(out_ptr, *, X: tl.constexpr = 1):
+    tl.store(out_ptr, X)
+
+
+@triton.jit
+def hooked(out_ptr, a):
+    tl.store(out_ptr, a)
+
+
+def _hook_arguments():
+    """What a pre-run hook receives for ``k[(1,)](out, a=1)``: the count of positional values
+    and the keyword names."""
+    kernel = kwsafe(triton.jit(hooked.fn))
+    seen = []
+    kernel.add_pre_run_hook(lambda *args, **kwargs: seen.append(f"{len(args)}|{','.join(sorted(kwargs))}"))
+    _stored(lambda o: kernel[GRID](o, a=1))
+    return seen[0]
+
+
 def _out():
     return torch.zeros(1, dtype=torch.int32, device=DEVICE)
 
@@ -132,7 +175,21 @@ SCENARIOS = {
     "error: positional + Config": lambda: _stored(lambda o: autotuned[GRID](o, 8)),
     "error: unknown keyword": lambda: _stored(lambda o: warps_stages[GRID](o, 1, 2, bogus=3)),
     "error: too many positional": lambda: _stored(lambda o: warps_stages[GRID](o, 1, 2, 3)),
-    "known gap: num_warps=3": lambda: _stored(lambda o: warps_stages[GRID](o, num_warps=3, num_stages=1)),
+    "error: num_warps=3, declared, by keyword": lambda: _stored(lambda o: warps_stages[GRID](o, num_warps=3,
+                                                                                            num_stages=1)),
+    "error: num_warps=3 as a launch option": lambda: _stored(lambda o: plain_store[GRID](o, 1, num_warps=3)),
+    "error: keyword-only reserved (num_warps=4)": lambda: _stored(
+        lambda o: kwsafe(keyword_only_reserved)[GRID](o, num_warps=4)),
+    "error: keyword-only plain (X=5)": lambda: _stored(lambda o: kwsafe(keyword_only_plain)[GRID](o, X=5)),
+    "error: stream=0": lambda: _stored(lambda o: plain_store[GRID](o, 1, stream=0)),
+    "error: waves_per_eu=2 on CUDA": lambda: _stored(lambda o: plain_store[GRID](o, 1, waves_per_eu=2)),
+    "debug parameter, not given": lambda: _stored(lambda o: debug_param[GRID](o)),
+    "error: debug parameter positional": lambda: _stored(lambda o: debug_param[GRID](o, 7)),
+    "debug parameter by keyword": lambda: _stored(lambda o: debug_param[GRID](o, debug=7)),
+    "instrumentation_mode parameter, not given": lambda: _stored(lambda o: instrumentation_param[GRID](o)),
+    "error: .run without warmup": lambda: _stored(lambda o: plain_store.run(o, 3, grid=GRID)),
+    "pre-run hook arguments": _hook_arguments,
+    "list grid": lambda: _stored(lambda o: plain_store[[1]](o, 9)),
     "softmax (x num_warps)": _softmax,
     "matmul (+ num_stages)": _matmul,
 }
