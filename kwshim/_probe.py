@@ -1,44 +1,30 @@
-"""Live probes of the installed Triton interpreter, run by ``kwshim doctor`` in a subprocess
-(with ``TRITON_INTERPRET=1`` set before ``import triton``). Prints one JSON object.
+"""Live probes of the installed Triton, run by ``kwshim doctor`` in a subprocess. Prints one JSON
+object. The probe contract (its keys, what each checks, how a failure reads) is defined here
+once, in ``PROBES``; ``doctor.py`` and ``tools/matrix.py`` read it from here.
 
-Each probe launches a tiny kernel bare (without kwsafe) and records what happened.
+- ``python -m kwshim._probe``: with ``TRITON_INTERPRET=1`` set before ``import triton``, each
+  probe launches a tiny kernel bare (without kwsafe) and records ``{"ok", "detail", "causes"}``.
+- ``python -m kwshim._probe --mode``: with the environment as it is, whether the installed
+  Triton builds interpreter kernels (Triton up to 3.3 reads only ``TRITON_INTERPRET=1``).
+
+Importing this module is light: Triton and torch are imported only when a probe runs.
 """
 
 import json
 import os
+import re
 import sys
 
-os.environ["TRITON_INTERPRET"] = "1"
-
-import torch  # noqa: E402
-import triton  # noqa: E402
-import triton.language as tl  # noqa: E402
-
-
-@triton.jit
-def _store_seven(out_ptr):
-    tl.store(out_ptr, 7)
-
-
-@triton.jit
-def _reserved_required(out_ptr, num_warps: tl.constexpr):
-    tl.store(out_ptr, num_warps)
-
-
-@triton.jit
-def _reserved_default(out_ptr, num_warps: tl.constexpr = 1):
-    tl.store(out_ptr, num_warps)
-
-
-@triton.jit
-def _plain(out_ptr, value):
-    tl.store(out_ptr, value)
-
-
-def _launch(kernel, *args, **kwargs):
-    out = torch.zeros(1, dtype=torch.int32)
-    kernel[(1,)](out, *args, **kwargs)
-    return int(out[0])
+#: key -> (what the probe checks, how its failure reads in a table)
+PROBES = {
+    "stores_work": ("interpreter's tl.store writes values", "stores write nothing"),
+    "reserved_keywords_reach_parameters": ("declared reserved keywords (num_warps=...) reach the kernel",
+                                           "drops reserved kwargs"),
+    "reserved_keyword_overrides_default": ("a reserved keyword overrides the parameter's default",
+                                           "default used silently"),
+    "unknown_keywords_refused": ("unknown launch keywords (typos) are refused", "unknown kwargs dropped silently"),
+    "autotune_works": ("an autotuned kernel (one Config) launches", "autotune fails"),
+}
 
 
 def _error(exc):
@@ -46,53 +32,107 @@ def _error(exc):
 
 
 def probe():
+    os.environ["TRITON_INTERPRET"] = "1"
+    import torch
+    import triton
+    import triton.language as tl
+
+    globals()["tl"] = tl  # the interpreter looks up triton.language in the kernels' module globals
+
+    @triton.jit
+    def _store_seven(out_ptr):
+        tl.store(out_ptr, 7)
+
+    @triton.jit
+    def _reserved_required(out_ptr, num_warps: tl.constexpr):
+        tl.store(out_ptr, num_warps)
+
+    @triton.jit
+    def _reserved_default(out_ptr, num_warps: tl.constexpr = 1):
+        tl.store(out_ptr, num_warps)
+
+    @triton.jit
+    def _plain(out_ptr, value):
+        tl.store(out_ptr, value)
+
+    def launch(kernel, *args, **kwargs):
+        out = torch.zeros(1, dtype=torch.int32)
+        kernel[(1,)](out, *args, **kwargs)
+        return int(out[0])
+
     results = {}
     try:
-        stored = _launch(_store_seven)
+        stored = launch(_store_seven)
         results["stores_work"] = {"ok": stored == 7, "detail": f"stored {stored}, expected 7"}
     except Exception as exc:
         results["stores_work"] = {"ok": False, "detail": _error(exc)}
     try:
-        stored = _launch(_reserved_required, num_warps=3)
-        results["reserved_keywords_reach_parameters"] = {"ok": stored == 3, "detail": f"stored {stored}, expected 3"}
+        stored = launch(_reserved_required, num_warps=4)
+        results["reserved_keywords_reach_parameters"] = {"ok": stored == 4, "detail": f"stored {stored}, expected 4"}
     except Exception as exc:
         results["reserved_keywords_reach_parameters"] = {"ok": False, "detail": f"dropped: {_error(exc)}"}
     try:
-        stored = _launch(_reserved_default, num_warps=3)
-        detail = "launch value used" if stored == 3 else f"default silently used: stored {stored}, expected 3"
-        results["reserved_keyword_overrides_default"] = {"ok": stored == 3, "detail": detail}
+        stored = launch(_reserved_default, num_warps=4)
+        detail = "launch value used" if stored == 4 else f"default silently used: stored {stored}, expected 4"
+        results["reserved_keyword_overrides_default"] = {"ok": stored == 4, "detail": detail}
     except Exception as exc:
         results["reserved_keyword_overrides_default"] = {"ok": False, "detail": _error(exc)}
     try:
-        stored = _launch(_plain, 5, bogus=1)
+        stored = launch(_plain, 5, bogus=1)
         results["unknown_keywords_refused"] = {"ok": False, "detail": f"silently dropped (stored {stored})"}
     except Exception as exc:
         results["unknown_keywords_refused"] = {"ok": True, "detail": _error(exc)}
-    results["autotune_works"] = _probe_autotune()
+    results["autotune_works"] = _probe_autotune(triton, _plain, launch)
+    for result in results.values():
+        result.setdefault("causes", [])
     return results
 
 
-def _probe_autotune():
-    problems = []
+def _probe_autotune(triton, plain, launch):
+    problems, causes = [], []
     try:
-        kernel = triton.autotune(configs=[triton.Config({}, num_warps=2)], key=[])(_plain)
+        kernel = triton.autotune(configs=[triton.Config({}, num_warps=2)], key=[])(plain)
     except Exception as exc:
         problems.append(f"@triton.autotune fails at decoration (needs a GPU driver): {_error(exc)}")
+        causes.append("needs a GPU driver at decoration")
         try:  # the same Autotuner, given a benchmarker, shows whether launches work
             from triton.runtime.autotuner import Autotuner
 
-            kernel = Autotuner(_plain, _plain.arg_names, [triton.Config({}, num_warps=2)], [], None, None,
+            kernel = Autotuner(plain, plain.arg_names, [triton.Config({}, num_warps=2)], [], None, None,
                                do_bench=lambda *args, **kwargs: [0.0])
         except Exception:
-            return {"ok": False, "detail": problems[0]}
+            return {"ok": False, "detail": problems[0], "causes": causes}
     try:
-        stored = _launch(kernel, 4)
+        stored = launch(kernel, 4)
         if stored != 4:
             problems.append(f"stored {stored}, expected 4")
+            causes.append("wrong value stored")
     except Exception as exc:
         problems.append(f"every autotuned launch fails: {_error(exc)}")
-    return {"ok": not problems, "detail": "; ".join(problems) or "stored 4, expected 4"}
+        keyword = re.search(r"unexpected keyword argument '(\w+)'", str(exc))
+        causes.append(f"launch: '{keyword.group(1)}'" if keyword else "launch error")
+    return {"ok": not problems, "detail": "; ".join(problems) or "stored 4, expected 4", "causes": causes}
+
+
+def interpreter_mode():
+    """Whether a kernel made by ``triton.jit`` in this environment is an interpreter kernel."""
+    import tempfile
+
+    import triton
+
+    with tempfile.TemporaryDirectory() as folder:
+        path = os.path.join(folder, "kwshim_mode_probe.py")
+        with open(path, "w") as handle:
+            handle.write("import triton\n\n@triton.jit\ndef k(x):\n    pass\n")
+        sys.path.insert(0, folder)
+        try:
+            import kwshim_mode_probe
+        finally:
+            sys.path.remove(folder)
+    kind = type(kwshim_mode_probe.k).__name__
+    return {"interpreted": kind == "InterpretedFunction", "kernel_class": kind,
+            "triton": getattr(triton, "__version__", "unknown")}
 
 
 if __name__ == "__main__":
-    json.dump(probe(), sys.stdout)
+    json.dump(interpreter_mode() if "--mode" in sys.argv[1:] else probe(), sys.stdout)

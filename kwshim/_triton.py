@@ -11,7 +11,7 @@ import inspect
 import os
 import pkgutil
 import sys
-from typing import NamedTuple, Optional
+from typing import Any, NamedTuple, Optional
 
 from .errors import TritonNotFoundError
 
@@ -49,7 +49,7 @@ def triton_version() -> str:
 
 
 class KernelClasses(NamedTuple):
-    jit: type  #: compiled kernels (``triton.runtime.jit.JITFunction``)
+    jit: Any  #: compiled kernels (``triton.runtime.jit.JITFunction``)
     interpreted: Optional[type]  #: interpreter kernels; None where the release has no interpreter
     autotuner: Optional[type]
     heuristics: Optional[type]
@@ -124,7 +124,9 @@ def compiler_accepts() -> frozenset:
         from triton.compiler.code_generator import CodeGenerator
     except ImportError:
         return frozenset()
-    node = ast.parse("def k(a, *vals, kw): pass").body[0].args
+    definition = ast.parse("def k(a, *vals, kw): pass").body[0]
+    assert isinstance(definition, ast.FunctionDef)
+    node = definition.args
 
     class _Visitor:
         @staticmethod

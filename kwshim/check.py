@@ -2,20 +2,27 @@
 
 Parses files with ``ast`` only: no imports of the checked code, no Triton needed. Walks
 statement lists alone (kernels are statements), never expressions, and skips the walk for files
-that never mention ``jit`` or ``kwsafe``, so checking costs little more than parsing.
+that never mention ``jit`` or ``kwsafe``, so checking costs little more than parsing. A file
+that cannot be checked (unreadable, not valid source, nested too deeply for the parser) is one
+KWS900 finding, and the run goes on. The same checker serves flake8 (``Flake8Checker``).
 """
 
 import ast
+import io
 import os
-from typing import Iterator, List, NamedTuple
+import stat
+import tokenize
+from typing import Iterable, Iterator, List, NamedTuple, Optional
 
-__all__ = ["Finding", "CODES", "FALLBACK_RESERVED_NAMES", "reserved_names", "check_paths", "check_source"]
+__all__ = ["Finding", "CODES", "FALLBACK_RESERVED_NAMES", "reserved_names", "check_paths", "check_source",
+           "Flake8Checker"]
 
 #: One code per kind of finding.
 CODES = {
     "KWS001": "a @triton.jit kernel declares a reserved launch name as a parameter without @kwsafe",
     "KWS002": "@kwsafe is above @triton.autotune/@triton.heuristics (it goes between them and @triton.jit)",
     "KWS003": "@kwsafe is below @triton.jit (it must decorate the kernel @triton.jit makes)",
+    "KWS004": "a @triton.jit kernel declares keyword-only parameters, which compiled Triton before 3.9 refuses",
     "KWS900": "the file could not be read or parsed",
 }
 
@@ -25,6 +32,9 @@ FALLBACK_RESERVED_NAMES = frozenset({
     "num_warps", "num_stages", "num_ctas", "maxnreg", "enable_fp_fusion", "enable_warp_specialization",
     "num_buffers_warp_spec", "num_consumer_groups", "reg_dec_producer", "reg_inc_consumer", "ir_override",
 })
+
+#: What ``from triton import *`` brings that the checker cares about.
+_TRITON_STAR = ("jit", "autotune", "heuristics", "Config")
 
 
 class Finding(NamedTuple):
@@ -50,10 +60,59 @@ def reserved_names():
         return FALLBACK_RESERVED_NAMES
 
 
+_STRIPPING: List[tuple] = []
+
+
+def _reserved_consequence(plural):
+    """What goes wrong with a declared reserved name without @kwsafe, true for the installed
+    release: probed once, live, by the doctor's probe (only when there is a finding to word)."""
+    if not _STRIPPING:
+        _STRIPPING.append(_probe_stripping())
+    strips, release = _STRIPPING[0]
+    it = "them" if plural else "it"
+    if strips is None:
+        return (f"Triton's interpreters 2.2-3.2 strip {it} from launches (a TypeError, or the default used "
+                "silently)")
+    if strips:
+        return (f"the installed Triton {release}'s interpreter strips {it} from launches (a TypeError, or the "
+                "default used silently)")
+    return (f"the installed Triton {release}'s interpreter binds {it}, but Triton 2.2-3.2's interpreters strip "
+            f"{it} (a TypeError, or the default used silently), and without @kwsafe this one passes unknown "
+            "launch keywords unseen")
+
+
+def _probe_stripping():
+    try:
+        import importlib.util
+
+        if importlib.util.find_spec("triton") is None or importlib.util.find_spec("torch") is None:
+            return None, None
+        from .doctor import run_probe
+
+        probes, error = run_probe()
+        result = probes.get("reserved_keywords_reach_parameters")
+        if error or result is None:
+            return None, None
+        from importlib.metadata import PackageNotFoundError, version
+
+        try:
+            release = version("triton")
+        except PackageNotFoundError:
+            release = "(unknown version)"
+        return (not result["ok"]), release
+    except Exception:  # the wording falls back; the finding stands
+        return None, None
+
+
 def check_paths(paths, reserved) -> List[Finding]:
     findings = []
-    for path in _python_files(paths):
+    for path, explicit in _python_files(paths):
         try:
+            mode = os.stat(path).st_mode
+            if not stat.S_ISREG(mode):
+                if explicit:
+                    findings.append(Finding(path, 1, 1, "KWS900", "not a regular file: not checked"))
+                continue  # a FIFO or device in a walked directory: opening it could block forever
             with open(path, "rb") as handle:
                 source = handle.read()
         except OSError as exc:
@@ -64,24 +123,58 @@ def check_paths(paths, reserved) -> List[Finding]:
 
 
 def check_source(source, path, reserved) -> List[Finding]:
+    text = source
+    if isinstance(source, bytes):
+        try:  # as Python itself reads a file: its coding line, else UTF-8, strictly
+            encoding, _ = tokenize.detect_encoding(io.BytesIO(source).readline)
+            text = source.decode(encoding)
+        except (SyntaxError, UnicodeDecodeError, LookupError) as exc:
+            return [Finding(path, 1, 1, "KWS900", f"cannot decode file: {exc}")]
     try:
-        tree = ast.parse(source, filename=path)
+        tree = ast.parse(text, filename=path)
     except (SyntaxError, ValueError) as exc:
         line = getattr(exc, "lineno", None) or 1
         col = getattr(exc, "offset", None) or 1
         return [Finding(path, line, col, "KWS900", f"cannot parse file: {getattr(exc, 'msg', exc)}")]
-    if isinstance(source, bytes):
-        if b"jit" not in source and b"kwsafe" not in source:
-            return []
-    elif "jit" not in source and "kwsafe" not in source:
+    except (RecursionError, MemoryError) as exc:
+        return [Finding(path, 1, 1, "KWS900", f"cannot parse file: too deeply nested for the parser "
+                                              f"({type(exc).__name__})")]
+    if "jit" not in text and "kwsafe" not in text:
         return []
+    return list(check_tree(tree, path, reserved))
+
+
+def check_tree(tree, path, reserved) -> Iterator[Finding]:
     statements = list(_statements(tree.body))
     aliases = _import_aliases(statements)
-    findings = []
+    functions: dict = {}
     for node in statements:
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.decorator_list:
-            findings.extend(_check_function(node, aliases, path, reserved))
-    return findings
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            functions.setdefault(node.name, node)
+            if node.decorator_list:
+                yield from _check_function(node, [_decorator_kind(d, aliases) for d in node.decorator_list],
+                                           node.decorator_list, aliases, path, reserved)
+    for node in statements:  # k = triton.jit(fn), k = kwsafe(triton.jit(fn)), k = autotune(...)(jit(fn))
+        if isinstance(node, (ast.Assign, ast.AnnAssign)) and isinstance(node.value, ast.Call):
+            kinds, inner = _call_chain(node.value, aliases)
+            if "jit" in kinds and isinstance(inner, ast.Name) and inner.id in functions:
+                yield from _check_function(functions[inner.id], kinds, None, aliases, path, reserved,
+                                           where=node)
+
+
+def _call_chain(call, aliases):
+    """For ``a(b(c(fn)))`` or ``a(...)(b(...)(fn))``: the kinds outermost first, and ``fn``."""
+    kinds = []
+    node = call
+    while isinstance(node, ast.Call):
+        kind = _decorator_kind(node.func, aliases)
+        if kind is None and isinstance(node.func, ast.Call):  # autotune(...)(fn): the factory's kind
+            kind = _decorator_kind(node.func.func, aliases)
+        kinds.append(kind)
+        if not node.args:
+            return kinds, None
+        node = node.args[0]
+    return kinds, node
 
 
 def _statements(body) -> Iterator[ast.stmt]:
@@ -95,8 +188,21 @@ def _statements(body) -> Iterator[ast.stmt]:
                 stack.extend(reversed(children))
 
 
+def _dotted(node) -> Optional[List[str]]:
+    parts = []
+    while isinstance(node, ast.Attribute):
+        parts.append(node.attr)
+        node = node.value
+    if not isinstance(node, ast.Name):
+        return None
+    parts.append(node.id)
+    parts.reverse()
+    return parts
+
+
 def _import_aliases(statements):
-    """Local name -> dotted origin, for imports from triton and kwshim."""
+    """Local name -> dotted origin, for names from triton and kwshim: imports, ``from triton
+    import *``, and plain assignments of such names (``jit = triton.jit``), in source order."""
     aliases = {}
     for node in statements:
         if isinstance(node, ast.Import):
@@ -110,20 +216,25 @@ def _import_aliases(statements):
         elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
             if node.module.split(".")[0] in ("triton", "kwshim"):
                 for alias in node.names:
+                    if alias.name == "*":
+                        if node.module == "triton":
+                            aliases.update({name: f"triton.{name}" for name in _TRITON_STAR})
+                        elif node.module == "kwshim":
+                            aliases["kwsafe"] = "kwshim.kwsafe"
+                        continue
                     aliases[alias.asname or alias.name] = f"{node.module}.{alias.name}"
+        elif isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
+            parts = _dotted(node.value)
+            if parts and parts[0] in aliases:
+                aliases[node.targets[0].id] = ".".join([aliases[parts[0]]] + parts[1:])
     return aliases
 
 
 def _decorator_kind(node, aliases):
     target = node.func if isinstance(node, ast.Call) else node
-    parts = []
-    while isinstance(target, ast.Attribute):
-        parts.append(target.attr)
-        target = target.value
-    if not isinstance(target, ast.Name):
+    parts = _dotted(target)
+    if parts is None:
         return None
-    parts.append(target.id)
-    parts.reverse()
     origin = aliases.get(parts[0])
     dotted = ".".join([origin] + parts[1:]) if origin else ".".join(parts)
     if dotted.rsplit(".", 1)[-1] == "kwsafe":  # kwshim's, or a re-export of it
@@ -134,46 +245,68 @@ def _decorator_kind(node, aliases):
     return last if last in ("jit", "autotune", "heuristics") else None
 
 
-def _check_function(node, aliases, path, reserved):
-    kinds = [_decorator_kind(d, aliases) for d in node.decorator_list]  # top to bottom
+def _check_function(node, kinds, decorators, aliases, path, reserved, where=None):
+    """``kinds``: the wrappers from outermost to innermost (decorators top to bottom, or the
+    calls of ``k = a(b(fn))``)."""
     if "jit" not in kinds:
-        return []
+        return
     jit_index = kinds.index("jit")
-    findings = []
+    at = where or node
     for index, kind in enumerate(kinds):
         if kind != "kwsafe":
             continue
-        decorator = node.decorator_list[index]
-        where = (decorator.lineno, decorator.col_offset + 1)
+        spot = decorators[index] if decorators else at
+        line, col = spot.lineno, spot.col_offset + 1
         if index > jit_index:
-            findings.append(Finding(path, where[0], where[1], "KWS003",
-                                    f"@kwsafe is below @triton.jit on '{node.name}': move it directly above "
-                                    "@triton.jit"))
+            yield Finding(path, line, col, "KWS003",
+                          f"@kwsafe is below @triton.jit on '{node.name}': move it directly above @triton.jit")
         elif any(k in ("autotune", "heuristics") for k in kinds[index + 1:jit_index]):
-            findings.append(Finding(path, where[0], where[1], "KWS002",
-                                    f"@kwsafe is above @triton.autotune/@triton.heuristics on '{node.name}': "
-                                    "move it directly above @triton.jit"))
+            yield Finding(path, line, col, "KWS002",
+                          f"@kwsafe is above @triton.autotune/@triton.heuristics on '{node.name}': "
+                          "move it directly above @triton.jit")
+    args = node.args
+    if args.kwonlyargs:
+        names = ", ".join(f"'{p.arg}'" for p in args.kwonlyargs)
+        yield Finding(path, at.lineno, at.col_offset + 1, "KWS004",
+                      f"kernel '{node.name}' declares keyword-only parameter{'s' if len(args.kwonlyargs) > 1 else ''} "
+                      f"{names}: compiled Triton before 3.9 refuses them (CompilationError) and the interpreter "
+                      "launches with the default; declare them before any '*'")
     if "kwsafe" not in kinds:
-        args = node.args
         params = args.posonlyargs + args.args + args.kwonlyargs
         hits = [p for p in params if p.arg in reserved]
         if hits:
             names = ", ".join(f"'{p.arg}'" for p in hits)
-            findings.append(Finding(path, node.lineno, node.col_offset + 1, "KWS001",
-                                    f"kernel '{node.name}' declares reserved launch name{'s' if len(hits) > 1 else ''} "
-                                    f"{names} without @kwsafe: the Triton interpreter strips "
-                                    f"{'them' if len(hits) > 1 else 'it'} from launches (add @kwsafe directly "
-                                    "above @triton.jit)"))
-    return findings
+            plural = len(hits) > 1
+            yield Finding(path, at.lineno, at.col_offset + 1, "KWS001",
+                          f"kernel '{node.name}' declares reserved launch name{'s' if plural else ''} {names} "
+                          f"without @kwsafe: {_reserved_consequence(plural)} (add @kwsafe directly above "
+                          "@triton.jit)")
 
 
-def _python_files(paths):
+def _python_files(paths) -> Iterable:
+    """``(path, explicit)`` for every file to check: the paths given, and ``.py`` files under
+    the directories given (hidden directories and ``__pycache__`` left out)."""
     for path in paths:
         if os.path.isdir(path):
             for root, dirs, files in os.walk(path):
                 dirs[:] = sorted(d for d in dirs if not d.startswith(".") and d != "__pycache__")
                 for name in sorted(files):
                     if name.endswith(".py"):
-                        yield os.path.join(root, name)
+                        yield os.path.join(root, name), False
         else:
-            yield path
+            yield path, True
+
+
+class Flake8Checker:
+    """flake8 plugin (entry point ``flake8.extension``, prefix ``KWS``): the same checks as
+    ``kwshim check``, on the tree flake8 has already parsed."""
+
+    name = "kwshim"
+    version = "0.2.0"
+
+    def __init__(self, tree, filename="(none)"):
+        self.tree, self.filename = tree, filename
+
+    def run(self):
+        for finding in check_tree(self.tree, self.filename, reserved_names()):
+            yield finding.line, finding.col - 1, f"{finding.code} {finding.message}", type(self)

@@ -1,7 +1,9 @@
 """``kwshim doctor``: what this environment's Triton does, found by running it.
 
 The interpreter's behaviour is probed live, in a subprocess with the interpreter switched on
-(see ``_probe.py``), never inferred from version numbers. Versions are reported for context.
+(see ``_probe.py``, which also defines the probes' keys and labels), never inferred from version
+numbers. Whether the interpreter is on is probed too: Triton up to 3.3 reads only
+``TRITON_INTERPRET=1``, later releases also ``true``/``yes``/``on``. Versions are for context.
 """
 
 import importlib.metadata
@@ -10,15 +12,9 @@ import os
 import subprocess
 import sys
 
-__all__ = ["diagnose", "render"]
+from ._probe import PROBES
 
-_PROBES = {
-    "stores_work": "interpreter's tl.store writes values",
-    "reserved_keywords_reach_parameters": "declared reserved keywords (num_warps=...) reach the kernel",
-    "reserved_keyword_overrides_default": "a reserved keyword overrides the parameter's default",
-    "unknown_keywords_refused": "unknown launch keywords (typos) are refused",
-    "autotune_works": "an autotuned kernel (one Config) launches",
-}
+__all__ = ["diagnose", "render", "run_probe"]
 
 
 def diagnose():
@@ -30,7 +26,8 @@ def diagnose():
         "torch": _version("torch"),
         "numpy": _version("numpy"),
         "wrapt": _version("wrapt"),
-        "interpreter_mode": _interpreter_mode(),
+        "interpreter_mode": {"on": None, "TRITON_INTERPRET": os.environ.get("TRITON_INTERPRET") or None,
+                             "detail": "not probed"},
         "probes": {},
         "advice": [],
         "broken": False,
@@ -43,7 +40,8 @@ def diagnose():
     if report["torch"] is None:
         report["advice"].append("torch is not installed: the live probes need it (skipped)")
         return report
-    probes, error = _run_probe()
+    report["interpreter_mode"] = _interpreter_mode()
+    probes, error = run_probe()
     report["probes"] = probes
     if error:
         report["broken"] = True
@@ -59,22 +57,31 @@ def diagnose():
     if not probes["unknown_keywords_refused"]["ok"]:
         report["advice"].append("this interpreter drops unknown launch keywords silently: @kwsafe refuses them")
     if not probes["autotune_works"]["ok"]:
-        report["advice"].append("autotuned kernels fail here bare: @kwsafe between autotune and jit fixes "
-                                "launch-time failures; decoration-time failures need a GPU driver")
+        report["advice"].append("autotuned kernels fail here bare: the switch (kwshim.activate(), kwshim run, "
+                                "pytest --kwshim) makes them decorate, launch and tune on the CPU")
     return report
 
 
-def _run_probe():
-    env = dict(os.environ, TRITON_INTERPRET="1")
+def run_probe(*arguments, env=None):
+    """Run ``python -m kwshim._probe [arguments]``; return ``(result, None)`` or ``({}, why)``.
+    A probe that prints anything but one JSON object is reported with what it printed."""
+    env = dict(os.environ, TRITON_INTERPRET="1") if env is None else env
     try:
-        done = subprocess.run([sys.executable, "-m", "kwshim._probe"], capture_output=True, text=True,
+        done = subprocess.run([sys.executable, "-m", "kwshim._probe", *arguments], capture_output=True, text=True,
                               env=env, timeout=300)
     except subprocess.TimeoutExpired:
         return {}, "timed out after 300 s"
     if done.returncode != 0:
         lines = (done.stderr or done.stdout).strip().splitlines()
         return {}, lines[-1] if lines else f"exit status {done.returncode}"
-    return json.loads(done.stdout), None
+    try:
+        result = json.loads(done.stdout)
+    except ValueError:
+        result = None
+    if not isinstance(result, dict):
+        shown = (done.stdout.strip() or "(nothing)")[-500:]
+        return {}, f"the probe printed something other than its JSON report: {shown}"
+    return result, None
 
 
 def _distribution_of(module):
@@ -109,9 +116,13 @@ def _version(module):
 
 
 def _interpreter_mode():
+    """What the installed Triton does with this environment: probed by making a kernel."""
     value = os.environ.get("TRITON_INTERPRET", "")
-    on = value.strip().lower() in ("1", "true", "yes", "on")
-    return {"on": on, "TRITON_INTERPRET": value or None}
+    found, error = run_probe("--mode", env=dict(os.environ))
+    if error:
+        return {"on": None, "TRITON_INTERPRET": value or None, "detail": error}
+    return {"on": found["interpreted"], "TRITON_INTERPRET": value or None,
+            "detail": f"triton.jit makes {found['kernel_class']}"}
 
 
 def render(report):
@@ -122,13 +133,12 @@ def render(report):
         f"torch       {report['torch'] or 'not installed'}",
         f"numpy       {report['numpy'] or 'not installed'}",
         f"wrapt       {report['wrapt'] or 'not installed'}",
-        f"interpreter {'on' if report['interpreter_mode']['on'] else 'off'} in this environment "
-        f"(TRITON_INTERPRET={report['interpreter_mode']['TRITON_INTERPRET'] or 'unset'})",
+        _mode_line(report["interpreter_mode"]),
     ]
     if report["probes"]:
         lines.append("")
         lines.append("bare interpreter, probed live:")
-        for key, label in _PROBES.items():
+        for key, (label, _) in PROBES.items():
             result = report["probes"].get(key)
             if result:
                 lines.append(f"  [{'ok' if result['ok'] else 'NO'}] {label}: {result['detail']}")
@@ -138,3 +148,9 @@ def render(report):
     lines.append("")
     lines.append("environment: BROKEN" if report["broken"] else "environment: usable")
     return "\n".join(lines)
+
+
+def _mode_line(mode):
+    state = {True: "on", False: "off", None: "unknown"}[mode["on"]]
+    return (f"interpreter {state} in this environment (TRITON_INTERPRET={mode['TRITON_INTERPRET'] or 'unset'}; "
+            f"{mode.get('detail', 'not probed')})")

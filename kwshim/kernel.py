@@ -16,6 +16,7 @@ import importlib
 import pickle
 import threading
 import weakref
+from typing import Any, Dict, Tuple
 
 import wrapt
 
@@ -165,19 +166,18 @@ class LaunchPaths:
                 return raw(grid, args, empty)
             return launch(grid, args, kwargs)
 
-        if not _triton.run_requires_warmup():  # as the installed compiled run: warmup defaults to False
-            strict = run
-
-            def run(*args, grid, warmup=False, **kwargs):
-                return strict(*args, grid=grid, warmup=warmup, **kwargs)
-
         self.launcher_for = launcher_for
         self.run = run
+        if not _triton.run_requires_warmup():  # as the installed compiled run: warmup defaults to False
+            def lenient_run(*args, grid, warmup=False, **kwargs):
+                return run(*args, grid=grid, warmup=warmup, **kwargs)
+
+            self.run = lenient_run
 
 
 # -- one LaunchPaths per kernel object, for the in-place fix and the switch -------------------
 
-_PATHS = {}
+_PATHS: Dict[int, Tuple[Any, "LaunchPaths"]] = {}
 
 
 def paths_of(kernel) -> LaunchPaths:
@@ -187,7 +187,11 @@ def paths_of(kernel) -> LaunchPaths:
         return entry[1]
     paths = LaunchPaths(kernel)
     key = id(kernel)
-    _PATHS[key] = (weakref.ref(kernel, lambda _, key=key: _PATHS.pop(key, None)), paths)
+
+    def forget(_, key=key):
+        _PATHS.pop(key, None)
+
+    _PATHS[key] = (weakref.ref(kernel, forget), paths)
     return paths
 
 
@@ -210,7 +214,7 @@ def _fixed_getitem(kernel, grid):
 
 
 @functools.lru_cache(maxsize=None)
-def _fixed_class(cls):
+def _fixed_class(cls: Any) -> type:
     _triton.pristine_interpreter_methods()
     namespace = {"__getitem__": _fixed_getitem, "run": RunSlot(), "_kwshim_fixed": True,
                  "__module__": cls.__module__, "__reduce_ex__": _reduce_fixed}
@@ -235,7 +239,8 @@ def fix_in_place(kernel) -> bool:
     if getattr(type(kernel), "_kwshim_fixed", False):
         return False
     paths_of(kernel)  # refuse a signature kwsafe cannot bind before changing anything
-    kernel.__class__ = _fixed_class(type(kernel))
+    base: Any = type(kernel)
+    kernel.__class__ = _fixed_class(base)
     return True
 
 

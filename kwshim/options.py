@@ -15,7 +15,7 @@ import functools
 import importlib
 import os
 import pkgutil
-from typing import Callable, Dict, NamedTuple, Optional
+from typing import Any, Callable, Dict, NamedTuple, Optional
 
 from . import _triton
 from .errors import LaunchOptionError
@@ -41,7 +41,7 @@ _target_read = False
 class Backend(NamedTuple):
     target: str
     names: frozenset  #: the option fields it accepts
-    check: Optional[Callable[[dict], object]]  #: raises AssertionError/ValueError for a refused value
+    check: Callable[[dict], object]  #: raises AssertionError/ValueError for a refused value
 
 
 def set_target(target: Optional[str]) -> None:
@@ -75,11 +75,11 @@ def backends() -> Dict[str, Backend]:
     found: Dict[str, Backend] = {}
     try:
         discovered = importlib.import_module("triton.backends").backends  # 3.x
-        from triton.backends.compiler import GPUTarget
+        GPUTarget: Any = importlib.import_module("triton.backends.compiler").GPUTarget
     except (ImportError, AttributeError):
         discovered, GPUTarget = {}, None
     for name, backend in discovered.items():
-        compiler = getattr(backend, "compiler", None)
+        compiler: Any = getattr(backend, "compiler", None)
         for target, (arch, warp_size) in _REPRESENTATIVE.items():
             try:
                 device = GPUTarget(target, arch, warp_size)
@@ -89,15 +89,26 @@ def backends() -> Dict[str, Backend]:
                 options = instance.parse_options({})
             except Exception:  # a backend that cannot be built here: its options are unreachable
                 continue
-            found[target] = Backend(target, frozenset(options.__dataclass_fields__),
-                                    lambda given, parse=instance.parse_options: parse(dict(given)))
+            found[target] = Backend(target, frozenset(options.__dataclass_fields__), _parser(instance))
             break
     if not found:  # 2.3: options dataclasses in triton.compiler.backends.<name>, built directly
         for target, options_class in _legacy_option_classes():
-            found[target] = Backend(target, frozenset(options_class.__dataclass_fields__),
-                                    lambda given, cls=options_class: cls(**{k: v for k, v in given.items()
-                                                                            if v is not None}))
+            found[target] = Backend(target, frozenset(options_class.__dataclass_fields__), _builder(options_class))
     return found
+
+
+def _parser(instance) -> Callable[[dict], object]:
+    def check(given: dict) -> object:
+        return instance.parse_options(dict(given))  # a copy: parse_options may change what it is given
+
+    return check
+
+
+def _builder(options_class) -> Callable[[dict], object]:
+    def check(given: dict) -> object:
+        return options_class(**{k: v for k, v in given.items() if v is not None})
+
+    return check
 
 
 def _legacy_option_classes():
@@ -132,6 +143,7 @@ def known_names() -> set:
 
 def _refresh_known_names():
     target = get_target()
+    names: set
     if target is None:
         names = set(_triton.launch_options())
         for backend in backends().values():
@@ -146,7 +158,7 @@ def _refresh_known_names():
 
 def option_names() -> frozenset:
     """Every name some installed backend validates."""
-    names = set()
+    names: set = set()
     for backend in backends().values():
         names |= backend.names
     return frozenset(names)

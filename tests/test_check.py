@@ -1,12 +1,15 @@
 """`kwshim check` on a fixture tree of good and bad kernels: exact findings."""
 
 import os
+import subprocess
+import sys
 
 import pytest
 
 from kwshim.check import FALLBACK_RESERVED_NAMES, check_paths, check_source, reserved_names
 
 TREE = os.path.join(os.path.dirname(__file__), "fixtures", "check_tree")
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
 def rel(path):
@@ -55,3 +58,82 @@ def test_files_that_never_mention_jit_are_parsed_but_not_walked():
     assert check_source(b"x = 1\n", "a.py", FALLBACK_RESERVED_NAMES) == []
     (finding,) = check_source(b"def (:\n", "b.py", FALLBACK_RESERVED_NAMES)
     assert finding.code == "KWS900"
+
+
+# -- never crash or hang on input -------------------------------------------------------------
+
+def test_a_file_too_deep_for_the_parser_is_kws900_and_later_files_are_checked(tmp_path):
+    (tmp_path / "a_deep.py").write_text("x = " + "+".join(["1"] * 200_000) + "\n")
+    (tmp_path / "b_unary.py").write_text("x = " + "-" * 200_000 + "1\n")
+    (tmp_path / "c_kernel.py").write_text(
+        "import triton\n\n@triton.jit\ndef k(out_ptr, num_warps):\n    pass\n")
+    found = [(os.path.basename(f.path), f.code) for f in check_paths([str(tmp_path)], FALLBACK_RESERVED_NAMES)]
+    assert found == [("a_deep.py", "KWS900"), ("b_unary.py", "KWS900"), ("c_kernel.py", "KWS001")]
+
+
+def test_a_fifo_in_a_walked_directory_is_skipped(tmp_path):
+    os.mkfifo(tmp_path / "pipe.py")
+    (tmp_path / "k.py").write_text("import triton\n\n@triton.jit\ndef k(out_ptr, num_warps):\n    pass\n")
+    code = ("import sys; from kwshim.check import check_paths, FALLBACK_RESERVED_NAMES; "
+            f"print([f.code for f in check_paths([{str(tmp_path)!r}], FALLBACK_RESERVED_NAMES)])")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, cwd=ROOT)
+    assert done.stdout.strip() == "['KWS001']"
+    (finding,) = check_paths([str(tmp_path / "pipe.py")], FALLBACK_RESERVED_NAMES)  # named: reported, not opened
+    assert finding.code == "KWS900" and "not a regular file" in finding.message
+
+
+def test_a_file_python_cannot_decode_is_kws900():
+    (finding,) = check_source(b"# caf\xe9\nimport triton\n", "latin.py", FALLBACK_RESERVED_NAMES)
+    assert finding.code == "KWS900" and "cannot decode" in finding.message
+    declared = b"# -*- coding: latin-1 -*-\n# caf\xe9\nimport triton\n@triton.jit\ndef k(o, num_warps):\n    pass\n"
+    assert [f.code for f in check_source(declared, "ok.py", FALLBACK_RESERVED_NAMES)] == ["KWS001"]
+
+
+# -- kernels made every way -------------------------------------------------------------------
+
+@pytest.mark.parametrize("source, line", [
+    ("import triton\n\ndef k(out_ptr, num_warps):\n    pass\n\nkernel = triton.jit(k)\n", 6),
+    ("import triton\njit = triton.jit\n\n@jit\ndef k(out_ptr, num_warps):\n    pass\n", 5),
+    ("from triton import *\n\n@jit\ndef k(out_ptr, num_warps):\n    pass\n", 4),
+    ("import triton\n\ndef k(out_ptr, num_warps):\n    pass\n\nkernel = triton.autotune(configs=[], key=[])("
+     "triton.jit(k))\n", 6),
+])
+def test_kernels_built_by_a_call_an_alias_or_a_star_import_are_found(source, line):
+    (finding,) = check_source(source.encode(), "k.py", FALLBACK_RESERVED_NAMES)
+    assert (finding.code, finding.line) == ("KWS001", line)
+
+
+def test_a_kernel_built_by_a_call_under_kwsafe_is_clean():
+    source = b"import triton\nfrom kwshim import kwsafe\n\ndef k(o, num_warps):\n    pass\n\nkk = kwsafe(triton.jit(k))\n"
+    assert check_source(source, "k.py", FALLBACK_RESERVED_NAMES) == []
+
+
+def test_keyword_only_kernel_parameters_are_kws004():
+    source = b"import triton\n\n@triton.jit\ndef k(out_ptr, *, X, Y=1):\n    pass\n"
+    (finding,) = check_source(source, "k.py", FALLBACK_RESERVED_NAMES)
+    assert finding.code == "KWS004" and "keyword-only parameters 'X', 'Y'" in finding.message
+    assert "before 3.9" in finding.message
+
+
+# -- the ecosystem's conventions --------------------------------------------------------------
+
+def test_flake8_reports_kws_codes(tmp_path):
+    (tmp_path / "k.py").write_text("import triton\n\n\n@triton.jit\ndef k(out_ptr, num_warps):\n    pass\n")
+    done = subprocess.run([sys.executable, "-m", "flake8", "--select", "KWS", "k.py"], capture_output=True,
+                          text=True, cwd=tmp_path, timeout=120)
+    assert done.returncode == 1, done.stderr
+    assert done.stdout.lstrip("./").startswith("k.py:5:1: KWS001 kernel 'k' declares reserved launch name 'num_warps'")
+
+
+def test_pre_commit_hook_definition_runs_the_checker(tmp_path):
+    with open(os.path.join(ROOT, ".pre-commit-hooks.yaml")) as handle:
+        text = handle.read()
+    assert "- id: kwshim-check" in text and "language: python" in text and "types: [python]" in text
+    entry = next(line.split(":", 1)[1].strip() for line in text.splitlines() if line.strip().startswith("entry:"))
+    assert entry == "kwshim check"
+    (tmp_path / "k.py").write_text("import triton\n\n@triton.jit\ndef k(out_ptr, num_warps):\n    pass\n")
+    done = subprocess.run([sys.executable, "-m", "kwshim", *entry.split()[1:], "k.py"], capture_output=True,
+                          text=True, cwd=tmp_path, timeout=120,
+                          env=dict(os.environ, PYTHONPATH=os.pathsep.join([ROOT, *[
+                              os.path.abspath(p) for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]])))
+    assert done.returncode == 1 and "KWS001" in done.stdout

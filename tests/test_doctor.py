@@ -31,8 +31,8 @@ def test_reports_versions(report):
 
 def test_reserved_keyword_probe_matches_a_bare_launch_here(report):
     out = torch.zeros(1, dtype=torch.int32)
-    _reserved[(1,)](out, num_warps=3)
-    assert report["probes"]["reserved_keyword_overrides_default"]["ok"] is (int(out[0]) == 3)
+    _reserved[(1,)](out, num_warps=4)
+    assert report["probes"]["reserved_keyword_overrides_default"]["ok"] is (int(out[0]) == 4)
 
 
 def test_unknown_keyword_probe_matches_a_bare_launch_here(report):

@@ -20,6 +20,8 @@ import time
 import xml.etree.ElementTree as ElementTree
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, ROOT)
+from kwshim._probe import PROBES  # noqa: E402  (the probe contract, defined once)
 RELEASES = ["2.2.0", "2.3.0", "2.3.1", "3.0.0", "3.1.0", "3.2.0", "3.3.0", "3.3.1", "3.4.0", "3.5.0", "3.5.1",
             "3.6.0", "3.7.0", "3.7.1", "3.8.0", "3.9.0"]
 #: wrapt 1.x rows (wrapt 2.x is the .venv's): on the oldest and the newest release.
@@ -28,14 +30,6 @@ WRAPT_1_RELEASES = ["2.2.0", "3.9.0"]
 BEGIN, END = "<!-- matrix:begin -->", "<!-- matrix:end -->"
 #: The contract suite, run a second time with no @kwsafe anywhere under ``pytest --kwshim``.
 SWITCH_SUITE = ["tests/test_decorator.py", "tests/test_oracle.py", "tests/test_compiled_rules.py"]
-
-PROBE_LABELS = {
-    "reserved_keywords_reach_parameters": "drops reserved kwargs",
-    "reserved_keyword_overrides_default": "default used silently",
-    "unknown_keywords_refused": "unknown kwargs dropped silently",
-    "autotune_works": "autotune fails",
-}
-
 
 def install(package, version, folder):
     marker = os.path.join(folder, ".installed")
@@ -60,17 +54,11 @@ def run_row(release, wrapt_folder=None):
         report = {}
     probes = report.get("probes", {})
     bugs = []
-    for key, label in PROBE_LABELS.items():
+    for key, (_, label) in PROBES.items():
         result = probes.get(key)
         if result and not result["ok"]:
-            detail = result["detail"]
-            if key == "autotune_works":
-                causes = [text for found, text in (("decoration" in detail, "needs a GPU driver at decoration"),
-                                                   ("warmup" in detail, "launch: 'warmup'"),
-                                                   ("num_buffers_warp_spec" in detail,
-                                                    "launch: 'num_buffers_warp_spec'")) if found]
-                label = f"autotune fails ({', '.join(causes) or 'launch error'})"
-            bugs.append(label)
+            causes = result.get("causes") or []
+            bugs.append(f"{label} ({', '.join(causes)})" if causes else label)
     with tempfile.TemporaryDirectory() as scratch:
         junit = os.path.join(scratch, "junit.xml")
         start = time.perf_counter()
