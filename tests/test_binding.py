@@ -72,3 +72,31 @@ def test_variadic_kernels_are_refused():
 
     with pytest.raises(PlacementError, match=r"declares \*rest"):
         BindingPlan("k", kernel, OPTIONS)
+
+
+def test_generated_binders_show_their_source_and_name_the_kernel():
+    import inspect
+    import traceback
+
+    def kernel(a, num_warps=4):
+        pass
+
+    plan = BindingPlan("kernel", kernel, OPTIONS)
+    source = inspect.getsource(plan.fast_bind)
+    assert source.startswith("def kernel(a, num_warps=")
+    assert plan.fast_bind.__qualname__.endswith("kernel.<kwshim binder>")
+    assert plan.fast_bind.__module__ == __name__
+    try:
+        plan.fast_bind(1, bogus=2)
+    except TypeError as exc:
+        shown = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))
+    assert f'File "<kwshim binder of {__name__}.' in shown and "\n    _kwshim_refuse()\n" in shown
+
+
+def test_launch_errors_carry_no_internal_chain(plan):
+    with pytest.raises(UnknownLaunchKeywordError) as info:
+        plan.bind(1, 2, bogus=1)
+    assert info.value.__cause__ is None and info.value.__suppress_context__
+    with pytest.raises(LaunchArgumentError) as info:
+        plan.bind(1, 2, a=1)
+    assert info.value.__suppress_context__

@@ -1,0 +1,85 @@
+"""Release readiness: the built sdist and wheel pass `twine check`, and the wheel installed into a
+fresh virtual environment (not the source tree) carries everything: py.typed, the license, the
+console script and the pytest and flake8 entry points, and a working kwsafe launch."""
+
+import glob
+import json
+import os
+import subprocess
+import sys
+import sysconfig
+import textwrap
+import venv
+import zipfile
+
+import pytest
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+@pytest.fixture(scope="module")
+def dist(tmp_path_factory):
+    out = tmp_path_factory.mktemp("dist")
+    done = subprocess.run([sys.executable, "-m", "build", "--no-isolation", "--outdir", str(out), ROOT],
+                          capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+    return out
+
+
+def test_sdist_and_wheel_pass_twine_check(dist):
+    files = sorted(glob.glob(str(dist / "*")))
+    assert any(f.endswith(".whl") for f in files) and any(f.endswith(".tar.gz") for f in files)
+    done = subprocess.run([sys.executable, "-m", "twine", "check", "--strict", *files], capture_output=True,
+                          text=True, timeout=300)
+    assert done.returncode == 0, done.stdout + done.stderr
+
+
+def test_the_wheel_carries_py_typed_and_the_license(dist):
+    (wheel,) = glob.glob(str(dist / "*.whl"))
+    names = zipfile.ZipFile(wheel).namelist()
+    assert "kwshim/py.typed" in names
+    assert any(n.endswith(".dist-info/LICENSE") or "/licenses/LICENSE" in n for n in names)
+    entry_points = zipfile.ZipFile(wheel).read(next(n for n in names if n.endswith("entry_points.txt"))).decode()
+    assert "kwshim = kwshim.pytest_plugin" in entry_points and "KWS = kwshim.check:Flake8Checker" in entry_points
+
+
+def test_the_installed_wheel_works_from_a_fresh_environment(dist, tmp_path):
+    (wheel,) = glob.glob(str(dist / "*.whl"))
+    env_dir = tmp_path / "fresh"
+    venv.EnvBuilder(with_pip=True).create(env_dir)
+    python = str(env_dir / "bin" / "python")
+    done = subprocess.run([python, "-m", "pip", "install", "--quiet", "--no-deps", "--no-index", wheel],
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    # wrapt, torch and the Triton under test come from the test environment, kwshim only from the wheel
+    shared = [os.path.abspath(p) for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
+    shared.append(sysconfig.get_paths()["purelib"])
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(shared), TRITON_INTERPRET="1")
+    work = tmp_path / "work"
+    work.mkdir()
+    (work / "k.py").write_text("import triton\n\n@triton.jit\ndef k(out_ptr, num_warps):\n    pass\n")
+    run = dict(capture_output=True, text=True, cwd=work, env=env, timeout=300)
+
+    check = subprocess.run([str(env_dir / "bin" / "kwshim"), "check", "k.py"], **run)
+    assert check.returncode == 1 and "KWS001" in check.stdout, check.stderr[-2000:]
+    doctor = subprocess.run([str(env_dir / "bin" / "kwshim"), "doctor", "--json"], **run)
+    assert doctor.returncode == 0, doctor.stderr[-2000:]
+    assert json.loads(doctor.stdout)["probes"]["stores_work"]["ok"] is True
+    launch = textwrap.dedent("""
+        import importlib.metadata, kwshim, torch, triton, triton.language as tl
+        assert kwshim.__file__.startswith(%r), kwshim.__file__
+        groups = importlib.metadata.entry_points()
+        select = (lambda g: groups.select(group=g)) if hasattr(groups, "select") else groups.get
+        assert "kwshim" in [e.name for e in select("pytest11")]
+        assert "KWS" in [e.name for e in select("flake8.extension")]
+        @kwshim.kwsafe
+        @triton.jit
+        def k(out_ptr, num_warps: tl.constexpr):
+            tl.store(out_ptr, num_warps)
+        out = torch.zeros(1, dtype=torch.int32)
+        k[(1,)](out, num_warps=8)
+        print(int(out[0]))
+    """ % str(env_dir))
+    (work / "launch.py").write_text(launch)
+    done = subprocess.run([python, "launch.py"], **run)
+    assert done.returncode == 0 and done.stdout.strip() == "8", done.stderr[-2000:]
