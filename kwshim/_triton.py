@@ -79,11 +79,15 @@ def is_kernel(obj) -> bool:
     return isinstance(obj, tuple(c for c in (classes.jit, classes.interpreted) if c is not None))
 
 
+@functools.lru_cache(maxsize=None)
+def _stack_kinds() -> tuple:
+    classes = kernel_classes()
+    return tuple(c for c in (classes.autotuner, classes.heuristics) if c is not None)
+
+
 def is_stack(obj) -> bool:
     """An ``Autotuner`` or ``Heuristics`` (something whose ``.fn`` leads down to a kernel)."""
-    classes = kernel_classes()
-    kinds = tuple(c for c in (classes.autotuner, classes.heuristics) if c is not None)
-    return bool(kinds) and isinstance(obj, kinds)
+    return isinstance(obj, _stack_kinds())
 
 
 def walk(obj, limit=64):
@@ -105,9 +109,15 @@ def innermost(obj):
 
 
 def is_interpreted(obj) -> bool:
-    """Whether the kernel at the bottom of ``obj`` is an interpreter kernel."""
+    """Whether the kernel at the bottom of ``obj`` is an interpreter kernel. (The walk of
+    ``walk``, unrolled: it runs on every autotuned launch while the switch is on.)"""
     interpreted = kernel_classes().interpreted
-    return interpreted is not None and isinstance(innermost(obj), interpreted)
+    kinds = _stack_kinds()
+    for _ in range(64):
+        if not isinstance(obj, kinds):
+            return interpreted is not None and isinstance(obj, interpreted)
+        obj = getattr(obj, "fn", None)
+    return False
 
 
 @functools.lru_cache(maxsize=None)

@@ -208,6 +208,9 @@ def install(patches, settings_now):
         if not rounds or rounds[-1].autotuner is not self:
             return original_bench(self, *args, config=config, **meta)
         current = rounds[-1]
+        if current.settings.policy == "first":  # no tuning: nothing runs, the order picks Config 0
+            order, current.order = current.order, current.order + 1
+            return [Timing(0.0, order)] * 3
         current.config = config
         current.take_snapshot(args, meta)
         saved = self.__dict__.get("do_bench", _ABSENT)

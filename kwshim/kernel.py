@@ -82,23 +82,15 @@ class LaunchPaths:
         lock = _LAUNCH_LOCK if _triton.interpreter_restores_patches() else None
         bind, fail, keyword_only = plan.fast_bind, plan.fail, plan.has_keyword_only
         arity = -1 if declares_injected else plan.arity
+        empty: dict = {}
 
         def check(kwargs):
             options.check(name, kwargs)
 
-        if method_run is not None:  # 3.6+: the interpreter's run is a method
-            def raw(grid, args, kwargs):
-                return method_run(kernel, *args, grid=grid, warmup=False, **kwargs)
-        else:
-            def raw(grid, args, kwargs):
-                return getitem(kernel, grid)(*args, **kwargs)
-
-        if lock is not None:
-            unlocked = raw
-
-            def raw(grid, args, kwargs):
-                with lock:
-                    return unlocked(grid, args, kwargs)
+        # Only keywords some backend validates, or deprecated ones, need the options check.
+        checked = options.option_names() | frozenset(options.DEPRECATED)
+        injected_names = frozenset(injected)
+        raw = _raw_launch(kernel, getitem, method_run, lock)
 
         def with_injected(kwargs):
             kwargs = dict(kwargs)
@@ -114,22 +106,29 @@ class LaunchPaths:
                 bound = None
             if bound is None:
                 fail(args, kwargs, check)
-            if kwargs:
+            if not checked.isdisjoint(kwargs):
                 check(kwargs)
             return bound
 
         def launch(grid, args, kwargs):
             hooks = kernel.pre_run_hooks if has_hooks else None
-            if declares_injected or hooks or not injected.keys().isdisjoint(kwargs):
+            if declares_injected or hooks or not injected_names.isdisjoint(kwargs):
                 kwargs = with_injected(kwargs)
             if hooks:  # compiled Triton calls them with the caller's values, before binding
                 for hook in list(hooks):
                     hook(*args, **kwargs)
-            bound = bind_checked(args, kwargs)
+            try:
+                bound = bind(*args, **kwargs)
+            except TypeError:
+                bound = None
+            if bound is None:
+                fail(args, kwargs, check)
+            if not checked.isdisjoint(kwargs):
+                check(kwargs)
             if keyword_only:
                 positional, keywords = bound
             else:
-                positional, keywords = bound, {}
+                positional, keywords = bound, empty
             if not hooks:
                 return raw(grid, positional, keywords)
             with (lock or _LAUNCH_LOCK):  # the interpreter must not call the hooks a second time
@@ -139,15 +138,21 @@ class LaunchPaths:
                 finally:
                     kernel.pre_run_hooks = hooks
 
-        empty = {}
-
         def launcher_for(grid):
             if type(grid) is list:  # compiled Triton launches a list grid; the interpreter cannot
                 grid = tuple(grid)
 
             def launcher(*args, **kwargs):
                 if not kwargs and len(args) == arity and not (has_hooks and kernel.pre_run_hooks):
-                    return raw(grid, args, empty)
+                    # every parameter given positionally: bound as it is, launched with no extra frame
+                    if lock is None:
+                        if method_run is None:
+                            return getitem(kernel, grid)(*args)
+                        return method_run(kernel, *args, grid=grid, warmup=False)
+                    with lock:
+                        if method_run is None:
+                            return getitem(kernel, grid)(*args)
+                        return method_run(kernel, *args, grid=grid, warmup=False)
                 if "grid" in kwargs or "warmup" in kwargs:
                     key = "grid" if "grid" in kwargs else "warmup"
                     raise LaunchArgumentError(f"{name}() got multiple values for keyword argument '{key}'")
@@ -173,6 +178,27 @@ class LaunchPaths:
                 return run(*args, grid=grid, warmup=warmup, **kwargs)
 
             self.run = lenient_run
+
+
+def _raw_launch(kernel, getitem, method_run, lock):
+    """``raw(grid, positional, keywords)``: the bare interpreter's launch, serialized where the
+    release needs it. One function per case, so that a launch pays for no test it does not need."""
+    if method_run is not None:  # 3.6+: the interpreter's run is a method
+        if lock is not None:
+            def raw(grid, args, kwargs):
+                with lock:
+                    return method_run(kernel, *args, grid=grid, warmup=False, **kwargs)
+        else:
+            def raw(grid, args, kwargs):
+                return method_run(kernel, *args, grid=grid, warmup=False, **kwargs)
+    elif lock is not None:
+        def raw(grid, args, kwargs):
+            with lock:
+                return getitem(kernel, grid)(*args, **kwargs)
+    else:
+        def raw(grid, args, kwargs):
+            return getitem(kernel, grid)(*args, **kwargs)
+    return raw
 
 
 # -- one LaunchPaths per kernel object, for the in-place fix and the switch -------------------
