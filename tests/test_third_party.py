@@ -1,0 +1,60 @@
+"""A real third-party Triton library, unedited, under `kwshim run`: Liger-Kernel's sparsemax
+(installed with --no-deps into .thirdparty/). Bare interpreters up to 3.2 fail its launches."""
+
+import os
+import subprocess
+import sys
+
+import pytest
+from filelock import FileLock
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+LIGER = "liger-kernel==0.8.5"
+FOLDER = os.path.join(ROOT, ".thirdparty", LIGER.replace("==", "-"))
+SCRIPT = os.path.join(ROOT, "tests", "third_party", "liger_sparsemax.py")
+
+
+@pytest.fixture(scope="module")
+def liger():
+    import importlib.util
+
+    if importlib.util.find_spec("triton.backends") is None:
+        pytest.skip("Liger-Kernel needs Triton 3.x (it imports triton.backends)")
+    os.makedirs(os.path.dirname(FOLDER), exist_ok=True)
+    with FileLock(FOLDER + ".lock"):
+        if not os.path.exists(os.path.join(FOLDER, ".installed")):
+            done = subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", "--disable-pip-version-check",
+                                   "--no-deps", "--target", FOLDER, LIGER], capture_output=True, text=True, timeout=600)
+            assert done.returncode == 0, done.stderr[-2000:]
+            open(os.path.join(FOLDER, ".installed"), "w").close()
+    return FOLDER
+
+
+def run(liger, *command):
+    inherited = [os.path.abspath(p) for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
+    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
+    env["PYTHONPATH"] = os.pathsep.join([liger, ROOT, *inherited])
+    return subprocess.run([sys.executable, *command], capture_output=True, text=True, env=env, timeout=600,
+                          cwd=os.path.dirname(SCRIPT))
+
+
+def test_liger_sparsemax_runs_unedited_under_kwshim_run(liger):
+    done = run(liger, "-m", "kwshim", "run", SCRIPT)
+    assert done.returncode == 0, done.stdout[-1000:] + done.stderr[-2000:]
+    assert "max abs diff 0.0" in done.stdout and done.stdout.strip().endswith("OK")
+
+
+def test_bare_interpreter_fails_it_where_reserved_keywords_are_dropped(liger):
+    bare = subprocess.run  # the same script, TRITON_INTERPRET=1, no kwshim
+    inherited = [os.path.abspath(p) for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
+    env = dict(os.environ, TRITON_INTERPRET="1", PYTHONPATH=os.pathsep.join([liger, *inherited]))
+    done = bare([sys.executable, SCRIPT], capture_output=True, text=True, env=env, timeout=600)
+    from kwshim.doctor import run_probe
+
+    probes, error = run_probe()
+    assert error is None
+    if probes["reserved_keywords_reach_parameters"]["ok"]:
+        assert done.returncode == 0, done.stderr[-2000:]  # 3.3+: fixed upstream
+    else:
+        assert done.returncode != 0
+        assert "missing 1 required positional argument: 'num_warps'" in done.stderr
