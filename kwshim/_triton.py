@@ -90,34 +90,37 @@ def is_stack(obj) -> bool:
     return isinstance(obj, _stack_kinds())
 
 
-def walk(obj, limit=64):
+#: How deep a decorator stack may go (a deeper one is a cycle through ``.fn``).
+MAX_DEPTH = 64
+
+
+def walk(obj):
     """``obj``, then each ``.fn`` below it while the node is an Autotuner/Heuristics: the one walk
     down a decorator stack. Stops at the first node that is not a stack (a kernel, or anything)."""
-    for _ in range(limit):
+    kinds = _stack_kinds()
+    for _ in range(MAX_DEPTH):
         yield obj
-        if not is_stack(obj):
+        if not isinstance(obj, kinds):
             return
         obj = getattr(obj, "fn", None)
-    raise RecursionError(f"kwshim: a stack deeper than {limit} levels (a cycle through .fn?)")
+    raise RecursionError(f"kwshim: a stack deeper than {MAX_DEPTH} levels (a cycle through .fn?)")
 
 
 def innermost(obj):
-    """What sits at the bottom of a stack (the jit kernel, normally); ``obj`` itself for a kernel."""
-    for node in walk(obj):
-        pass
-    return node
+    """What sits at the bottom of a stack (the jit kernel, normally); ``obj`` itself for a kernel.
+    The same walk as ``walk``, as a plain loop: it runs on every autotuned launch under the switch."""
+    kinds = _stack_kinds()
+    for _ in range(MAX_DEPTH):
+        if not isinstance(obj, kinds):
+            return obj
+        obj = getattr(obj, "fn", None)
+    raise RecursionError(f"kwshim: a stack deeper than {MAX_DEPTH} levels (a cycle through .fn?)")
 
 
 def is_interpreted(obj) -> bool:
-    """Whether the kernel at the bottom of ``obj`` is an interpreter kernel. (The walk of
-    ``walk``, unrolled: it runs on every autotuned launch while the switch is on.)"""
+    """Whether the kernel at the bottom of ``obj`` is an interpreter kernel."""
     interpreted = kernel_classes().interpreted
-    kinds = _stack_kinds()
-    for _ in range(64):
-        if not isinstance(obj, kinds):
-            return interpreted is not None and isinstance(obj, interpreted)
-        obj = getattr(obj, "fn", None)
-    return False
+    return interpreted is not None and isinstance(innermost(obj), interpreted)
 
 
 @functools.lru_cache(maxsize=None)

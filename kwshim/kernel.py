@@ -117,14 +117,7 @@ class LaunchPaths:
             if hooks:  # compiled Triton calls them with the caller's values, before binding
                 for hook in list(hooks):
                     hook(*args, **kwargs)
-            try:
-                bound = bind(*args, **kwargs)
-            except TypeError:
-                bound = None
-            if bound is None:
-                fail(args, kwargs, check)
-            if not checked.isdisjoint(kwargs):
-                check(kwargs)
+            bound = bind_checked(args, kwargs)
             if keyword_only:
                 positional, keywords = bound
             else:

@@ -53,8 +53,9 @@ def test_bare_interpreter_fails_it_where_reserved_keywords_are_dropped(liger):
 
     probes, error = run_probe()
     assert error is None
-    if probes["reserved_keywords_reach_parameters"]["ok"]:
-        assert done.returncode == 0, done.stderr[-2000:]  # 3.3+: fixed upstream
+    if probes["reserved_keywords_reach_parameters"]["ok"]:  # 3.3+: fixed upstream (3.3 still fails at
+        assert "required positional argument: 'num_warps'" not in done.stderr  # decoration: autotune needs a GPU)
+        assert done.returncode == 0 or "active drivers" in done.stderr, done.stderr[-2000:]
     else:
         assert done.returncode != 0
         assert "missing 1 required positional argument: 'num_warps'" in done.stderr
