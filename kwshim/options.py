@@ -122,7 +122,8 @@ def _legacy_option_classes():
         except Exception:
             continue
         for value in vars(module).values():
-            if isinstance(value, type) and value.__name__.endswith("Options") and hasattr(value, "__dataclass_fields__"):
+            if (isinstance(value, type) and value.__name__.endswith("Options")
+                    and hasattr(value, "__dataclass_fields__")):
                 yield info.name.rsplit(".", 1)[-1], value
 
 

@@ -16,7 +16,8 @@ _HANDLE_KEY = "_kwshim_handle"
 def pytest_addoption(parser):
     group = parser.getgroup("kwshim", "kwshim: run Triton kernels on the CPU as compiled Triton binds them")
     group.addoption("--kwshim", action="store_true", default=None,
-                    help="switch kwshim on: every interpreted kernel binds as under @kwsafe, autotuners tune on the CPU")
+                    help="switch kwshim on: every interpreted kernel binds as under @kwsafe, "
+                         "autotuners tune on the CPU")
     group.addoption("--kwshim-autotune", choices=_POLICIES, default=None,
                     help="autotune policy under --kwshim: first, all (default) or verify")
     parser.addini("kwshim", type="bool", default=False, help="switch kwshim on (as --kwshim)")

@@ -175,8 +175,8 @@ SCENARIOS = {
     "error: positional + Config": lambda: _stored(lambda o: autotuned[GRID](o, 8)),
     "error: unknown keyword": lambda: _stored(lambda o: warps_stages[GRID](o, 1, 2, bogus=3)),
     "error: too many positional": lambda: _stored(lambda o: warps_stages[GRID](o, 1, 2, 3)),
-    "error: num_warps=3, declared, by keyword": lambda: _stored(lambda o: warps_stages[GRID](o, num_warps=3,
-                                                                                            num_stages=1)),
+    "error: num_warps=3, declared, by keyword": lambda: _stored(
+        lambda o: warps_stages[GRID](o, num_warps=3, num_stages=1)),
     "error: num_warps=3 as a launch option": lambda: _stored(lambda o: plain_store[GRID](o, 1, num_warps=3)),
     "error: keyword-only reserved (num_warps=4)": lambda: _stored(
         lambda o: kwsafe(keyword_only_reserved)[GRID](o, num_warps=4)),

@@ -3,7 +3,6 @@ compiled 3.6.0): option values checked by the backend, keywords compiled ``run``
 ``stream``, ``.run`` needing ``warmup``, pre-run hooks, list grids, keyword-only parameters."""
 
 import pytest
-import torch
 import triton
 import triton.language as tl
 

@@ -2,7 +2,6 @@
 
 import os
 import threading
-import time
 
 import torch
 import triton

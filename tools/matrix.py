@@ -31,6 +31,7 @@ BEGIN, END = "<!-- matrix:begin -->", "<!-- matrix:end -->"
 #: The contract suite, run a second time with no @kwsafe anywhere under ``pytest --kwshim``.
 SWITCH_SUITE = ["tests/test_decorator.py", "tests/test_oracle.py", "tests/test_compiled_rules.py"]
 
+
 def install(package, version, folder):
     marker = os.path.join(folder, ".installed")
     if os.path.exists(marker):
