@@ -13,6 +13,7 @@ import venv
 import zipfile
 
 import pytest
+from filelock import FileLock
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -20,8 +21,9 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 @pytest.fixture(scope="module")
 def dist(tmp_path_factory):
     out = tmp_path_factory.mktemp("dist")
-    done = subprocess.run([sys.executable, "-m", "build", "--no-isolation", "--outdir", str(out), ROOT],
-                          capture_output=True, text=True, timeout=600)
+    with FileLock(os.path.join(ROOT, ".build.lock")):  # xdist workers: one build in the tree at a time
+        done = subprocess.run([sys.executable, "-m", "build", "--no-isolation", "--outdir", str(out), ROOT],
+                              capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
     return out
 
