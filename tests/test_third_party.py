@@ -56,6 +56,7 @@ def test_bare_interpreter_fails_it_where_reserved_keywords_are_dropped(liger):
     if probes["reserved_keywords_reach_parameters"]["ok"]:  # 3.3+: fixed upstream (3.3 still fails at
         assert "required positional argument: 'num_warps'" not in done.stderr  # decoration: autotune needs a GPU)
         assert done.returncode == 0 or "active drivers" in done.stderr, done.stderr[-2000:]
-    else:
+    else:  # 2.x-3.2: the num_warps launch fails (3.2 fails earlier: its autotune needs a GPU to decorate)
         assert done.returncode != 0
-        assert "missing 1 required positional argument: 'num_warps'" in done.stderr
+        assert ("missing 1 required positional argument: 'num_warps'" in done.stderr
+                or "active drivers" in done.stderr), done.stderr[-2000:]
