@@ -22,6 +22,10 @@ EXAMPLES = int(os.environ.get("KWSHIM_ORACLE_EXAMPLES", "300"))
 ORDINARY = ["a", "b", "x_val", "BLOCK"]
 RESERVED = sorted(_triton.stripped_names() & {"num_warps", "num_stages", "num_ctas", "maxnreg",
                                               "enable_fp_fusion"}) + ["grid"]
+#: What compiled run injects into every launch (name -> (value, a caller's keyword wins)).
+INJECTED = _triton.injected_keywords()
+#: Injected names a generated kernel can declare and store (debug: False; 3.0 injects None).
+RESERVED += [name for name, (value, _) in INJECTED.items() if name == "debug" and isinstance(value, (bool, int))]
 GRID = (1,)
 
 
@@ -32,7 +36,8 @@ class Mismatch(AssertionError):
 @st.composite
 def launches(draw):
     names = draw(st.lists(st.sampled_from(ORDINARY + RESERVED), min_size=1, max_size=5, unique=True))
-    constexpr = [draw(st.booleans()) for _ in names]
+    # debug receives a bool, which interpreters 3.6+ cannot store from a runtime scalar: constexpr
+    constexpr = [True if name == "debug" else draw(st.booleans()) for name in names]
     first_default = draw(st.integers(min_value=0, max_value=len(names)))
     defaults = {name: 500 + i for i, name in enumerate(names) if i >= first_default}
     # Who supplies what: a positional prefix, then keywords, a Config, a heuristic.
@@ -46,7 +51,8 @@ def launches(draw):
                      "num_stages": draw(st.integers(min_value=1, max_value=5))}
     heuristic = draw(st.one_of(st.none(), st.sampled_from(names)))
     # Faults, as a user makes them.
-    fault = draw(st.sampled_from([None, None, None, "duplicate", "unknown", "drop", "grid_keyword", "extra"]))
+    fault = draw(st.sampled_from([None, None, None, "duplicate", "unknown", "drop", "grid_keyword", "extra",
+                                  "stream"]))
     positional = [100 + i for i in range(n_positional)]
     if fault == "duplicate" and n_positional:
         keywords[names[draw(st.integers(min_value=0, max_value=n_positional - 1))]] = 999
@@ -54,12 +60,15 @@ def launches(draw):
         keywords["bogus_kw"] = 1
     elif fault == "grid_keyword":
         keywords["grid"] = 7
+    elif fault == "stream":
+        keywords["stream"] = 0
     elif fault == "extra":
         positional.append(998)
     elif fault == "drop" and keywords:
         keywords.pop(sorted(keywords)[0])
     return dict(names=names, constexpr=constexpr, defaults=defaults, positional=positional, keywords=keywords,
                 use_config=use_config, config_kwargs=config_kwargs, config_fields=config_fields,
+                list_grid=draw(st.booleans()),
                 heuristic=heuristic)
 
 
@@ -85,6 +94,9 @@ def model(case, config):
         if set(extra) & set(kwargs):
             return TypeError
         kwargs.update(extra)
+    for key, (value, caller_wins) in INJECTED.items():  # JITFunction.run: kwargs["debug"] = ...
+        if not (caller_wins and key in kwargs):
+            kwargs[key] = value
     bound = dict(zip(names, positional))
     for key, value in kwargs.items():
         if key in bound and key in names[: len(positional)]:
@@ -101,6 +113,8 @@ def model(case, config):
             bound[name] = case["defaults"][name]
     if "num_warps" in kwargs and kwargs["num_warps"] & (kwargs["num_warps"] - 1) and kwshim_options.backends():
         return AssertionError  # every backend: num_warps must be a power of 2 (2.2 has no backend options)
+    if "stream" in kwargs:
+        return AssertionError  # "stream option is deprecated; current stream will be used"
     options = _triton.launch_options()
     if any(key not in names and key not in options for key in kwargs):
         return KeyError
@@ -117,7 +131,7 @@ def launch(case, config):
     if case["heuristic"] is not None:
         stack = triton.heuristics({case["heuristic"]: lambda args: 400})(stack)
     out = torch.zeros(len(case["names"]), dtype=torch.int32)
-    stack[GRID](out, *case["positional"], **case["keywords"])
+    stack[list(GRID) if case.get("list_grid") else GRID](out, *case["positional"], **case["keywords"])
     return out.tolist()
 
 
