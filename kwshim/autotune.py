@@ -20,6 +20,7 @@ from typing import Any, List, Optional
 
 from . import _triton
 from .errors import ConfigDivergenceError
+from .kernel import kernel_name
 
 __all__ = ["POLICIES", "Settings", "install"]
 
@@ -70,10 +71,15 @@ class _Round:
     def __init__(self, autotuner, settings):
         self.autotuner, self.settings = autotuner, settings
         self.first = settings.policy == "first"
-        self.order = 0
+        self.order = 0  #: the position of the next Config benchmarked
         self.config = None
         self.tensors: Optional[List[tuple]] = None  # (name, tensor, snapshot)
         self.reference = None  # (config, [results])
+
+    def next_order(self):
+        order = self.order
+        self.order = order + 1
+        return order
 
     def take_snapshot(self, args, meta):
         if self.tensors is not None:
@@ -129,9 +135,7 @@ def _difference(want, got, settings):
 
 
 def _kernel_name(autotuner):
-    kernel = _triton.innermost(autotuner)
-    fn = getattr(kernel, "fn", None)
-    return getattr(fn, "__name__", None) or type(autotuner).__name__
+    return kernel_name(_triton.innermost(autotuner))
 
 
 #: The timings of Configs that ``first`` does not run, by position (shared: they never change).
@@ -148,22 +152,20 @@ def _rounds():
 
 
 def cpu_bench(kernel_call, quantiles=None, **ignored):
-    """The benchmarker of interpreted autotuners: run the Config once (or, under ``first``,
-    not at all) from the round's snapshot, and return its CPU time, ordered by position."""
+    """The benchmarker of interpreted autotuners (``all``/``verify``; ``first`` never benchmarks):
+    run the Config once from the round's snapshot, and return its CPU time, ordered by position."""
     rounds = _rounds()
     if not rounds:
         return _gpu_bench(kernel_call, quantiles, **ignored)
     current = rounds[-1]
-    order, current.order = current.order, current.order + 1
-    elapsed = 0.0
-    if current.settings.policy != "first":
-        # Each run starts from the snapshot: taken just before the first, restored after each.
-        start = time.perf_counter()
-        kernel_call()
-        elapsed = (time.perf_counter() - start) * 1000.0
-        if current.settings.policy == "verify":
-            current.compare(current.config)
-        current.restore()
+    order = current.next_order()
+    # Each run starts from the snapshot: taken just before the first, restored after each.
+    start = time.perf_counter()
+    kernel_call()
+    elapsed = (time.perf_counter() - start) * 1000.0
+    if current.settings.policy == "verify":
+        current.compare(current.config)
+    current.restore()
     timing = Timing(elapsed, order)
     return [timing] * len(quantiles) if quantiles else timing
 
@@ -187,14 +189,14 @@ def install(patches, settings_now):
     autotuner_module = __import__("triton.runtime.autotuner", fromlist=["Autotuner"])
     Autotuner = autotuner_module.Autotuner
     original_init, original_run, original_bench = Autotuner.__init__, Autotuner.run, Autotuner._bench
-    init_takes_do_bench = "do_bench" in inspect.signature(original_init).parameters
+    parameters = list(inspect.signature(original_init).parameters)
+    #: where do_bench sits among __init__'s arguments after self and fn (None: no such parameter)
+    do_bench_position = parameters.index("do_bench") - 2 if "do_bench" in parameters else None
 
     def __init__(self, fn, *args, **kwargs):
-        if init_takes_do_bench and kwargs.get("do_bench") is None and _triton.is_interpreted(fn):
-            parameters = list(inspect.signature(original_init).parameters)
-            position = parameters.index("do_bench") - 2  # less self and fn
-            if len(args) <= position:
-                kwargs["do_bench"] = cpu_bench
+        if (do_bench_position is not None and len(args) <= do_bench_position and kwargs.get("do_bench") is None
+                and _triton.is_interpreted(fn)):
+            kwargs["do_bench"] = cpu_bench
         original_init(self, fn, *args, **kwargs)
 
     def run(self, *args, **kwargs):
@@ -213,8 +215,7 @@ def install(patches, settings_now):
             return original_bench(self, *args, config=config, **meta)
         current = rounds[-1]
         if current.first:  # no tuning: nothing runs, the order picks Config 0
-            order = current.order
-            current.order = order + 1
+            order = current.next_order()
             return _UNTUNED[order] if order < len(_UNTUNED) else (Timing(0.0, order),) * 3
         current.config = config
         current.take_snapshot(args, meta)

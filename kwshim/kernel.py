@@ -24,7 +24,8 @@ from . import _triton, options
 from .binding import BindingPlan
 from .errors import LaunchArgumentError, UnsupportedSignatureError
 
-__all__ = ["KwsafeKernel", "LaunchPaths", "paths_of", "fix_in_place", "is_fixed_in_place", "kernel_name"]
+__all__ = ["KwsafeKernel", "LaunchPaths", "paths_of", "launcher_via_paths", "RunSlot", "fix_in_place",
+           "is_fixed_in_place", "kernel_name"]
 
 #: Serializes interpreted launches where the interpreter needs it: from 3.6 it patches
 #: triton.language for the length of each launch and restores it afterwards, so two launches in
@@ -75,7 +76,6 @@ class LaunchPaths:
         plan = BindingPlan(name, kernel.fn, options.known_names())
         self.plan = plan
         injected = _triton.injected_keywords()
-        options.known_names().update(injected)
         declares_injected = bool(plan.names & injected.keys())
         has_hooks = hasattr(kernel, "add_pre_run_hook")
         getitem, method_run = _triton.pristine_interpreter_methods()
@@ -92,7 +92,11 @@ class LaunchPaths:
         injected_names = frozenset(injected)
         raw = _raw_launch(kernel, getitem, method_run, lock)
 
-        def with_injected(kwargs):
+        def with_injected(kwargs, hooks=None):
+            """The launch's keywords as compiled ``run`` completes them (a copy), where that
+            matters: the kernel declares an injected name, the caller gave one, or hooks see them."""
+            if not (declares_injected or hooks or not injected_names.isdisjoint(kwargs)):
+                return kwargs
             kwargs = dict(kwargs)
             for key, (value, caller_wins) in injected.items():
                 if not (caller_wins and key in kwargs):
@@ -112,8 +116,7 @@ class LaunchPaths:
 
         def launch(grid, args, kwargs):
             hooks = kernel.pre_run_hooks if has_hooks else None
-            if declares_injected or hooks or not injected_names.isdisjoint(kwargs):
-                kwargs = with_injected(kwargs)
+            kwargs = with_injected(kwargs, hooks)
             if hooks:  # compiled Triton calls them with the caller's values, before binding
                 for hook in list(hooks):
                     hook(*args, **kwargs)
@@ -157,8 +160,7 @@ class LaunchPaths:
             if type(grid) is list:
                 grid = tuple(grid)
             if warmup:  # compiled Triton compiles without launching: bind and check only
-                bind_checked(args, with_injected(kwargs) if declares_injected or not injected.keys().isdisjoint(
-                    kwargs) else kwargs)
+                bind_checked(args, with_injected(kwargs))
                 return None
             if not kwargs and len(args) == arity and not (has_hooks and kernel.pre_run_hooks):
                 return raw(grid, args, empty)
@@ -228,14 +230,19 @@ class RunSlot:
         kernel.__dict__["run"] = value
 
 
-def _fixed_getitem(kernel, grid):
+def launcher_via_paths(kernel, grid):
+    """``kernel[grid]`` for a kernel fixed in place, and for every interpreter kernel while the
+    switch is on. ``paths_of`` inlined: this runs on every launch."""
+    entry = _PATHS.get(id(kernel))
+    if entry is not None and entry[0]() is kernel:
+        return entry[1].launcher_for(grid)
     return paths_of(kernel).launcher_for(grid)
 
 
 @functools.lru_cache(maxsize=None)
 def _fixed_class(cls: Any) -> type:
     _triton.pristine_interpreter_methods()
-    namespace = {"__getitem__": _fixed_getitem, "run": RunSlot(), "_kwshim_fixed": True,
+    namespace = {"__getitem__": launcher_via_paths, "run": RunSlot(), "_kwshim_fixed": True,
                  "__module__": cls.__module__, "__reduce_ex__": _reduce_fixed}
     return type(cls.__name__, (cls,), namespace)
 
@@ -255,7 +262,7 @@ def _rebuild_fixed(base, state):
 def fix_in_place(kernel) -> bool:
     """Make ``kernel`` (an interpreter kernel object) bind its own launches as compiled Triton
     does, so that every reference to it is fixed. Returns False if it already was."""
-    if getattr(type(kernel), "_kwshim_fixed", False):
+    if is_fixed_in_place(kernel):
         return False
     paths_of(kernel)  # refuse a signature kwsafe cannot bind before changing anything
     base: Any = type(kernel)

@@ -146,17 +146,17 @@ def _refresh_known_names():
     target = get_target()
     names: set
     if target is None:
-        names = set(_triton.launch_options())
-        for backend in backends().values():
-            names |= backend.names
+        names = set(_triton.launch_options()) | option_names()
     else:
         names = set(backends()[target].names) | {"grid", "warmup"}
+    names |= set(_triton.injected_keywords())  # compiled run adds them to every launch itself
     names -= set(DEPRECATED)
     _KNOWN.clear()
     _KNOWN.update(names)
     _verdicts.clear()
 
 
+@functools.lru_cache(maxsize=None)
 def option_names() -> frozenset:
     """Every name some installed backend validates."""
     names: set = set()
@@ -171,7 +171,7 @@ _verdicts: Dict[tuple, Optional[str]] = {}
 def check(kernel_name: str, keywords: dict) -> None:
     """Refuse the launch's option values as compiled Triton would (a ``LaunchOptionError``,
     which is an ``AssertionError``), naming the kernel, the option and the value."""
-    names = _option_names_cached()
+    names = option_names()
     given = {k: v for k, v in keywords.items() if k in names}
     if given:
         _check_values(kernel_name, given)
@@ -190,11 +190,6 @@ def _check_values(kernel_name, given):
         verdict = _judge(given)
     if verdict is not None:
         raise LaunchOptionError(f"{kernel_name}(): {verdict}")
-
-
-@functools.lru_cache(maxsize=None)
-def _option_names_cached() -> frozenset:
-    return option_names()
 
 
 def _judge(given: dict) -> Optional[str]:

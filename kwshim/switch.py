@@ -21,7 +21,7 @@ from typing import List, Optional
 
 from . import _triton
 from . import autotune as autotune_module
-from .kernel import _PATHS, RunSlot, paths_of
+from .kernel import RunSlot, launcher_via_paths
 
 __all__ = ["activate", "Handle", "active_settings", "is_active"]
 
@@ -115,7 +115,7 @@ def _install() -> Patches:
         return patches
     _triton.pristine_interpreter_methods()  # read before anything is patched
     try:
-        patches.set(classes.interpreted, "__getitem__", _switch_getitem)
+        patches.set(classes.interpreted, "__getitem__", launcher_via_paths)
         patches.set(classes.interpreted, "run", RunSlot())
         if classes.autotuner is not None:
             autotune_module.install(patches, active_settings)
@@ -123,10 +123,3 @@ def _install() -> Patches:
         patches.undo()
         raise
     return patches
-
-
-def _switch_getitem(kernel, grid):
-    entry = _PATHS.get(id(kernel))  # paths_of, inlined: this runs on every launch
-    if entry is not None and entry[0]() is kernel:
-        return entry[1].launcher_for(grid)
-    return paths_of(kernel).launcher_for(grid)

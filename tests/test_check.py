@@ -8,6 +8,8 @@ import pytest
 
 from kwshim.check import FALLBACK_RESERVED_NAMES, check_paths, check_source, reserved_names
 
+from ._subprocess import inherited_pythonpath
+
 TREE = os.path.join(os.path.dirname(__file__), "fixtures", "check_tree")
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -134,6 +136,5 @@ def test_pre_commit_hook_definition_runs_the_checker(tmp_path):
     (tmp_path / "k.py").write_text("import triton\n\n@triton.jit\ndef k(out_ptr, num_warps):\n    pass\n")
     done = subprocess.run([sys.executable, "-m", "kwshim", *entry.split()[1:], "k.py"], capture_output=True,
                           text=True, cwd=tmp_path, timeout=120,
-                          env=dict(os.environ, PYTHONPATH=os.pathsep.join([ROOT, *[
-                              os.path.abspath(p) for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]])))
+                          env=dict(os.environ, PYTHONPATH=os.pathsep.join([ROOT, *inherited_pythonpath()])))
     assert done.returncode == 1 and "KWS001" in done.stdout

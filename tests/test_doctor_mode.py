@@ -9,11 +9,13 @@ import pytest
 
 from kwshim import doctor
 
+from ._subprocess import inherited_pythonpath
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
 def environment(**extra):
-    inherited = [os.path.abspath(p) for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
+    inherited = inherited_pythonpath()
     env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
     env.update(PYTHONPATH=os.pathsep.join([ROOT, *inherited]), **extra)
     return env

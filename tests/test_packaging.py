@@ -15,6 +15,8 @@ import zipfile
 import pytest
 from filelock import FileLock
 
+from ._subprocess import inherited_pythonpath
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
@@ -54,7 +56,7 @@ def test_the_installed_wheel_works_from_a_fresh_environment(dist, tmp_path):
                           capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr[-2000:]
     # wrapt, torch and the Triton under test come from the test environment, kwshim only from the wheel
-    shared = [os.path.abspath(p) for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
+    shared = inherited_pythonpath()
     shared.append(sysconfig.get_paths()["purelib"])
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(shared), TRITON_INTERPRET="1")
     work = tmp_path / "work"

@@ -7,6 +7,8 @@ import textwrap
 
 import pytest
 
+from ._subprocess import inherited_pythonpath
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 PROGRAM = textwrap.dedent("""
@@ -28,7 +30,7 @@ PROGRAM = textwrap.dedent("""
 
 def environment(**extra):
     env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
-    inherited = [os.path.abspath(p) for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
+    inherited = inherited_pythonpath()
     env["PYTHONPATH"] = os.pathsep.join([ROOT, *inherited])
     env.update(extra)
     return env

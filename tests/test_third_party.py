@@ -8,6 +8,8 @@ import sys
 import pytest
 from filelock import FileLock
 
+from ._subprocess import inherited_pythonpath
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 LIGER = "liger-kernel==0.8.5"
 FOLDER = os.path.join(ROOT, ".thirdparty", LIGER.replace("==", "-"))
@@ -31,9 +33,8 @@ def liger():
 
 
 def run(liger, *command):
-    inherited = [os.path.abspath(p) for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
     env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
-    env["PYTHONPATH"] = os.pathsep.join([liger, ROOT, *inherited])
+    env["PYTHONPATH"] = os.pathsep.join([liger, ROOT, *inherited_pythonpath()])
     return subprocess.run([sys.executable, *command], capture_output=True, text=True, env=env, timeout=600,
                           cwd=os.path.dirname(SCRIPT))
 
@@ -45,10 +46,9 @@ def test_liger_sparsemax_runs_unedited_under_kwshim_run(liger):
 
 
 def test_bare_interpreter_fails_it_where_reserved_keywords_are_dropped(liger):
-    bare = subprocess.run  # the same script, TRITON_INTERPRET=1, no kwshim
-    inherited = [os.path.abspath(p) for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
-    env = dict(os.environ, TRITON_INTERPRET="1", PYTHONPATH=os.pathsep.join([liger, *inherited]))
-    done = bare([sys.executable, SCRIPT], capture_output=True, text=True, env=env, timeout=600)
+    # the same script, bare: TRITON_INTERPRET=1 and no kwshim
+    env = dict(os.environ, TRITON_INTERPRET="1", PYTHONPATH=os.pathsep.join([liger, *inherited_pythonpath()]))
+    done = subprocess.run([sys.executable, SCRIPT], capture_output=True, text=True, env=env, timeout=600)
     from kwshim.doctor import run_probe
 
     probes, error = run_probe()
