@@ -4,7 +4,7 @@
 """
 
 from .decorator import kwsafe
-from .errors import (ConfigDivergenceError, LaunchArgumentError, LaunchOptionError, PlacementError,
+from .errors import (AutotuneSideEffectError, ConfigDivergenceError, LaunchArgumentError, LaunchOptionError, PlacementError,
                      TritonNotFoundError, UnknownLaunchKeywordError, UnsupportedSignatureError,
                      UnsupportedTritonError)
 from .kernel import KwsafeKernel
@@ -27,6 +27,7 @@ __all__ = [
     "PlacementError",
     "UnsupportedSignatureError",
     "ConfigDivergenceError",
+    "AutotuneSideEffectError",
     "TritonNotFoundError",
     "UnsupportedTritonError",
     "__version__",

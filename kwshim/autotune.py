@@ -6,37 +6,51 @@ Autotuner's own logic in charge (pruning, keys, hooks, the per-key cache, ``best
 replaces only what needs a GPU, for autotuners over interpreted kernels:
 
 - the benchmarker: each surviving Config runs once (``all``/``verify``) or not at all
-  (``first``), from the same snapshot of the tensor arguments, and its CPU time is recorded. The
-  times returned order the Configs as they were given, so the Autotuner's own ``min`` picks the
-  first surviving Config, deterministically;
+  (``first``). Nothing is restored between runs: Triton's own hooks (``reset_to_zero``,
+  ``restore_value``, pre/post hooks) do what they do on a GPU, so a kernel that accumulates
+  without ``reset_to_zero`` ends as wrong on the CPU as on the GPU. The times returned order
+  the Configs as they were given, so the Autotuner's own ``min`` picks the first surviving
+  Config, deterministically;
+- a Config whose run fails a ``tl.static_assert`` gets an infinite time, as compiled Triton
+  gives a Config that fails to compile;
 - ``check_disk_cache`` (3.4-3.8 crash on interpreted stacks): caching off, as 3.9 does;
 - 3.2-3.3 ask a GPU driver for a benchmarker at decoration: the Autotuner gets kwshim's instead.
+
+``verify`` adds two checks to ``all`` (class ``_Verification``): every Config also runs from the
+same snapshot and is compared with the first before any post-hook restores anything
+(``ConfigDivergenceError``), and the tuned launch is compared with one clean launch of the chosen
+Config (``AutotuneSideEffectError``). kwshim writes only into tensors a kernel changed.
 """
 
 import inspect
 import threading
 import time
+import weakref
 from typing import Any, List, Optional
 
 from . import _triton
-from .errors import ConfigDivergenceError
+from .errors import AutotuneSideEffectError, ConfigDivergenceError
 from .kernel import kernel_name
 
 __all__ = ["POLICIES", "Settings", "install"]
 
 POLICIES = ("first", "all", "verify")
+_INFINITE = (float("inf"),) * 3
 
 
 class Settings:
     """A policy and the tolerances ``verify`` compares floating-point tensors with."""
 
-    def __init__(self, policy="all", rtol=1e-05, atol=1e-08, equal_nan=False):
+    def __init__(self, policy="all", rtol=1e-05, atol=1e-08, equal_nan=True):
         if policy not in POLICIES:
             raise ValueError(f"kwshim: unknown autotune policy {policy!r}; choose one of {', '.join(POLICIES)}")
-        self.policy, self.rtol, self.atol, self.equal_nan = policy, rtol, atol, equal_nan
+        for name, value in (("rtol", rtol), ("atol", atol)):
+            if not isinstance(value, (int, float)) or isinstance(value, bool) or not value >= 0:
+                raise ValueError(f"kwshim: {name} must be a number >= 0, not {value!r}")
+        self.policy, self.rtol, self.atol, self.equal_nan = policy, float(rtol), float(atol), bool(equal_nan)
 
     def __repr__(self):
-        return f"Settings({self.policy!r}, rtol={self.rtol}, atol={self.atol})"
+        return f"Settings({self.policy!r}, rtol={self.rtol}, atol={self.atol}, equal_nan={self.equal_nan})"
 
 
 class Timing(float):
@@ -66,54 +80,92 @@ class Timing(float):
 
 
 class _Round:
-    """One tuning of one autotuner for one key: the snapshot and the first Config's result."""
+    """One tuning of one autotuner for one key (``verification`` is set under ``verify``)."""
 
     def __init__(self, autotuner, settings):
         self.autotuner, self.settings = autotuner, settings
         self.first = settings.policy == "first"
         self.order = 0  #: the position of the next Config benchmarked
-        self.config = None
-        self.tensors: Optional[List[tuple]] = None  # (name, tensor, snapshot)
-        self.reference = None  # (config, [results])
+        self.verification: Optional[_Verification] = None
 
     def next_order(self):
         order = self.order
         self.order = order + 1
         return order
 
-    def take_snapshot(self, args, meta):
-        if self.tensors is not None:
-            return
-        names = list(getattr(self.autotuner, "arg_names", []))
-        named = [(names[i] if i < len(names) else f"#{i}", value) for i, value in enumerate(args)]
-        named += list(meta.items())
-        self.tensors = [(name, value, value.clone()) for name, value in named if _is_tensor(value)]
 
-    def restore(self):
-        for _, tensor, snapshot in self.tensors or ():
-            tensor.copy_(snapshot)
-
-    def compare(self, config):
-        results = [tensor.clone() for _, tensor, _ in self.tensors or ()]
-        if self.reference is None:
-            self.reference = (config, results)
-            return
-        first_config, first_results = self.reference
-        for (name, _, _), want, got in zip(self.tensors, first_results, results):
-            difference = _difference(want, got, self.settings)
-            if difference is not None:
-                count, total, largest, index = difference
-                raise ConfigDivergenceError(
-                    f"{_kernel_name(self.autotuner)}: Config {config} and Config {first_config} leave argument "
-                    f"'{name}' different: {count} of {total} elements differ, largest absolute difference "
-                    f"{largest}, first at index {index}")
-
+# -- tensors: where they are, their state, and writing only what changed ----------------------
 
 def _is_tensor(value):
     return hasattr(value, "clone") and hasattr(value, "copy_") and hasattr(value, "dtype")
 
 
-def _difference(want, got, settings):
+def reachable_tensors(names, args, kwargs):
+    """(name, tensor) for every tensor a launch can reach: positional and keyword arguments,
+    tuple elements, and the tensor inside a host ``TensorDescriptor`` (its ``base``)."""
+    found, seen = [], set()
+
+    def visit(name, value):
+        if _is_tensor(value):
+            if id(value) not in seen:
+                seen.add(id(value))
+                found.append((name, value))
+        elif isinstance(value, (tuple, list)):
+            for i, item in enumerate(value):
+                visit(f"{name}[{i}]", item)
+        elif _is_tensor(getattr(value, "base", None)) and hasattr(value, "block_shape"):
+            visit(f"{name}.base", value.base)
+
+    for i, value in enumerate(args):
+        visit(names[i] if i < len(names) else f"#{i}", value)
+    for name, value in kwargs.items():
+        visit(name, value)
+    return found
+
+
+def _same(a, b):
+    """Bit-for-bit the same values (NaN where NaN): nothing to write back."""
+    import torch
+
+    if torch.equal(a, b):
+        return True
+    if a.dtype.is_floating_point or a.dtype.is_complex:
+        return bool(((a == b) | (torch.isnan(a) & torch.isnan(b))).all())
+    return False
+
+
+def _write(tensor, values):
+    """Put ``values`` back into ``tensor`` as the interpreter writes: no autograd version bump,
+    and legal for leaves that require grad and for inference tensors."""
+    import torch
+
+    if tensor.is_inference():
+        with torch.inference_mode():
+            tensor.copy_(values)
+    else:
+        tensor.data.copy_(values)
+
+
+class State:
+    """The values of some tensors at one moment; ``put`` writes back only the tensors that differ."""
+
+    def __init__(self, tensors):
+        self.tensors = tensors
+        self.values = [tensor.clone() for _, tensor in tensors]
+
+    def put(self):
+        for (_, tensor), values in zip(self.tensors, self.values):
+            if not _same(tensor, values):
+                _write(tensor, values)
+
+    def is_current(self):
+        return all(_same(tensor, values) for (_, tensor), values in zip(self.tensors, self.values))
+
+
+def difference(want, got, settings):
+    """None when ``got`` agrees with ``want`` (exact for integers and booleans, ``torch.isclose``
+    for floating point, NaN in the same place agreeing unless ``equal_nan`` is off); otherwise
+    (differing elements, elements, largest absolute difference, first differing index)."""
     import torch
 
     if want.shape != got.shape:
@@ -127,21 +179,130 @@ def _difference(want, got, settings):
     differ = ~same
     index = tuple(int(i) for i in torch.nonzero(differ)[0].tolist())
     if want.dtype == torch.bool:
-        largest = 1
+        largest = 1.0
     else:
         delta = (got.to(torch.float64) - want.to(torch.float64)).abs()[differ]
         largest = float(delta.max()) if delta.numel() else float("nan")
     return int(differ.sum()), want.numel(), largest, index
 
 
+def _describe(found):
+    count, total, largest, index = found
+    return (f"{count} of {total} elements differ, largest absolute difference {largest}, "
+            f"first at index {index}")
+
+
+# -- verify -----------------------------------------------------------------------------------
+
+class _Verification:
+    """What ``verify`` keeps for one tuning: the pre-launch snapshot, the first Config's results.
+
+    Each Config runs twice at most: once from the snapshot, compared with the first Config
+    before its post-hook restores anything, and once from where the Configs before it left the
+    tensors (the GPU's sequence: only that run is timed). The two are one run whenever those
+    states are the same, as for Config 0 and for kernels whose hooks put everything back.
+    """
+
+    def __init__(self, autotuner, settings, tensors):
+        self.autotuner, self.settings = autotuner, settings
+        self.snapshot = State(tensors)
+        self.reference = None  # (config, State of the first Config's results)
+        self.config = None
+        self.captured: Optional[State] = None
+        self.capturing = False
+
+    def capture(self):
+        """Called by the post-hook wrapper, before the post-hook itself runs."""
+        if self.capturing:
+            self.captured = State(self.snapshot.tensors)
+            self.capturing = False
+
+    def run_config(self, kernel_call):
+        """Run one Config as ``verify`` does; returns its CPU time in ms (the GPU-order run)."""
+        before = None if self.snapshot.is_current() else State(self.snapshot.tensors)
+        if before is not None:
+            self.snapshot.put()
+        self.capturing, self.captured = True, None
+        try:
+            elapsed = _timed(kernel_call)
+            if self.captured is None:  # no post-hook was called (none in this release's kernel_call)
+                self.capture()
+            self.compare(self.config, self.captured)
+            if before is not None:  # the GPU's run, from where the Configs before left the tensors
+                before.put()
+                elapsed = _timed(kernel_call)
+        except (ConfigDivergenceError, AutotuneSideEffectError):
+            raise
+        except BaseException:  # a Config that fails leaves the tensors as the Configs before it did
+            self.capturing = False
+            (before or self.snapshot).put()
+            raise
+        return elapsed
+
+    def compare(self, config, results):
+        if self.reference is None:
+            self.reference = (config, results)
+            return
+        first_config, first_results = self.reference
+        for (name, _), want, got in zip(results.tensors, first_results.values, results.values):
+            found = difference(want, got, self.settings)
+            if found is not None:
+                self.snapshot.put()
+                raise ConfigDivergenceError(
+                    f"{_kernel_name(self.autotuner)}: Config {config} and Config {first_config} leave argument "
+                    f"'{name}' different: {_describe(found)}")
+
+    def check_side_effects(self, relaunch):
+        """Compare what the tuned launch left with one clean launch of the chosen Config."""
+        tuned = State(self.snapshot.tensors)
+        self.snapshot.put()
+        relaunch()
+        for (name, tensor), want, start in zip(tuned.tensors, tuned.values, self.snapshot.values):
+            found = difference(tensor, want, self.settings)
+            if found is not None:
+                self.snapshot.put()
+                raise AutotuneSideEffectError(
+                    f"{_kernel_name(self.autotuner)}: autotuning changes what the first launch leaves in argument "
+                    f"'{name}': after tuning it differs from one launch of the chosen Config "
+                    f"{self.autotuner.best_config}: {_describe(found)}. {_remedy(name, start)}")
+        tuned.put()
+
+
+def _remedy(name, start):
+    parameter = name.split(".")[0].split("[")[0]
+    if not bool((start == 0).all()):
+        return (f"The tuning runs leave '{parameter}' changed: add restore_value=['{parameter}'] to "
+                f"@triton.autotune so that each tuning run starts from the caller's values.")
+    return (f"The tuning runs accumulate into '{parameter}', which started at zero: add "
+            f"reset_to_zero=['{parameter}'] to @triton.autotune so that the launch starts from zero.")
+
+
 def _kernel_name(autotuner):
     return kernel_name(_triton.innermost(autotuner))
+
+
+def _failed_static_assert(exc):
+    """True when ``exc`` comes from a failed ``tl.static_assert`` in the interpreter, which
+    compiled Triton reports at compilation (``CompileTimeAssertionFailure``)."""
+    seen = set()
+    while exc is not None and id(exc) not in seen:
+        seen.add(id(exc))
+        if isinstance(exc, AssertionError):
+            tb = exc.__traceback__
+            while tb is not None and tb.tb_next is not None:
+                tb = tb.tb_next
+            if tb is not None and tb.tb_frame.f_code.co_name == "_new_static_assert":
+                return True
+        exc = exc.__cause__ or exc.__context__
+    return False
 
 
 #: The timings of Configs that ``first`` does not run, by position (shared: they never change).
 _UNTUNED = tuple((Timing(0.0, order),) * 3 for order in range(256))
 
 _local = threading.local()
+#: the tuning keys of each autotuner that were tuned under ``verify``
+_VERIFIED: "weakref.WeakKeyDictionary[Any, set]" = weakref.WeakKeyDictionary()
 
 
 def _rounds():
@@ -153,21 +314,24 @@ def _rounds():
 
 def cpu_bench(kernel_call, quantiles=None, **ignored):
     """The benchmarker of interpreted autotuners (``all``/``verify``; ``first`` never benchmarks):
-    run the Config once from the round's snapshot, and return its CPU time, ordered by position."""
+    run the Config once, and return its CPU time, ordered by position."""
     rounds = _rounds()
     if not rounds:
         return _gpu_bench(kernel_call, quantiles, **ignored)
     current = rounds[-1]
     order = current.next_order()
-    # Each run starts from the snapshot: taken just before the first, restored after each.
-    start = time.perf_counter()
-    kernel_call()
-    elapsed = (time.perf_counter() - start) * 1000.0
-    if current.settings.policy == "verify":
-        current.compare(current.config)
-    current.restore()
+    if current.verification is not None:
+        elapsed = current.verification.run_config(kernel_call)
+    else:
+        elapsed = _timed(kernel_call)
     timing = Timing(elapsed, order)
     return [timing] * len(quantiles) if quantiles else timing
+
+
+def _timed(kernel_call):
+    start = time.perf_counter()
+    kernel_call()
+    return (time.perf_counter() - start) * 1000.0
 
 
 def _gpu_bench(kernel_call, quantiles, **kwargs):
@@ -202,12 +366,46 @@ def install(patches, settings_now):
     def run(self, *args, **kwargs):
         if not _triton.is_interpreted(self):
             return original_run(self, *args, **kwargs)
+        settings = settings_now()
+        if settings.policy == "verify":
+            return _verified_run(self, settings, args, kwargs)
         rounds = _rounds()
-        rounds.append(_Round(self, settings_now()))
+        rounds.append(_Round(self, settings))
         try:
             return original_run(self, *args, **kwargs)
         finally:
             rounds.pop()
+
+    def _verified_run(self, settings, args, kwargs):
+        verified = _VERIFIED.setdefault(self, set())
+        # A key tuned under another policy is tuned again: set aside while this launch runs.
+        unverified = {key: config for key, config in self.cache.items() if key not in verified}
+        for key in unverified:
+            del self.cache[key]
+        known = set(self.cache)
+        current = _Round(self, settings)
+        rounds = _rounds()
+        rounds.append(current)
+        tuned = set()
+        try:
+            try:
+                result = original_run(self, *args, **kwargs)
+            finally:
+                rounds.pop()
+                tuned = set(self.cache) - known
+            if current.verification is not None and current.verification.reference is not None:
+                try:
+                    current.verification.check_side_effects(lambda: original_run(self, *args, **kwargs))
+                except AutotuneSideEffectError:
+                    for key in tuned:  # not a tuning to keep: the next verify launch tunes (and fails) again
+                        del self.cache[key]
+                    tuned = set()
+                    raise
+        finally:
+            verified.update(tuned)
+            for key, config in unverified.items():
+                self.cache.setdefault(key, config)
+        return result
 
     def _bench(self, *args, config, **meta):
         rounds = _rounds()
@@ -217,23 +415,33 @@ def install(patches, settings_now):
         if current.first:  # no tuning: nothing runs, the order picks Config 0
             order = current.next_order()
             return _UNTUNED[order] if order < len(_UNTUNED) else (Timing(0.0, order),) * 3
-        current.config = config
-        current.take_snapshot(args, meta)
-        saved = self.__dict__.get("do_bench", _ABSENT)
+        verification = current.verification
+        if current.settings.policy == "verify":
+            if verification is None:  # the first Config: the pre-launch snapshot
+                names = list(getattr(self, "arg_names", []))
+                verification = current.verification = _Verification(
+                    self, current.settings, reachable_tensors(names, args, meta))
+            verification.config = config
+        saved = {name: self.__dict__.get(name, _ABSENT) for name in ("do_bench", "post_hook")}
         self.__dict__["do_bench"] = cpu_bench  # 3.2+: the instance's benchmarker, for this call only
+        if verification is not None:
+            self.__dict__["post_hook"] = _capturing(verification, getattr(self, "post_hook", None))
         try:
             return original_bench(self, *args, config=config, **meta)
-        except ConfigDivergenceError:
+        except (ConfigDivergenceError, AutotuneSideEffectError):
             raise
         except Exception as exc:
+            if _failed_static_assert(exc):  # compiled Triton: CompileTimeAssertionFailure, time inf
+                return list(_INFINITE)
             _add_note(exc, f"kwshim: raised while autotuning {_kernel_name(self)} on the CPU with Config {config} "
                            f"(policy {current.settings.policy!r})")
             raise
         finally:
-            if saved is _ABSENT:
-                self.__dict__.pop("do_bench", None)
-            else:
-                self.__dict__["do_bench"] = saved
+            for name, value in saved.items():
+                if value is _ABSENT:
+                    self.__dict__.pop(name, None)
+                else:
+                    self.__dict__[name] = value
 
     patches.set(Autotuner, "__init__", __init__)
     patches.set(Autotuner, "run", run)
@@ -255,6 +463,20 @@ def install(patches, settings_now):
 
 
 _ABSENT = object()
+
+
+def _capturing(verification, post_hook):
+    """The autotuner's post-hook, preceded by taking the Config's results (``verify``): a
+    ``restore_value`` post-hook would otherwise put them back before they are compared."""
+
+    def capturing_post_hook(*args, **kwargs):
+        if kwargs.get("exception") is None:
+            verification.capture()
+        if post_hook is not None:
+            return post_hook(*args, **kwargs)
+        return None
+
+    return capturing_post_hook
 
 
 def _module_bench(original):

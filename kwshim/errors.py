@@ -13,6 +13,7 @@ __all__ = [
     "UnsupportedSignatureError",
     "LaunchOptionError",
     "ConfigDivergenceError",
+    "AutotuneSideEffectError",
 ]
 
 
@@ -89,6 +90,18 @@ class ConfigDivergenceError(AssertionError):
     """Under the ``"verify"`` autotune policy, two Configs of one autotuned kernel left a tensor
     argument different. The message names the kernel, both Configs, the parameter, how many
     elements differ, the largest absolute difference and the first differing index.
+    The tensors are back to their pre-launch state when it is raised.
+
+    .. versionadded:: 0.2.0
+    """
+
+
+class AutotuneSideEffectError(AssertionError):
+    """Under the ``"verify"`` autotune policy, the first (tuned) launch of an autotuned kernel
+    leaves a tensor different from one clean launch of the chosen Config: the tuning runs
+    changed it, as they do on a GPU (an accumulator without ``reset_to_zero``, an in-place
+    update without ``restore_value``). The message names the kernel, the parameter, the size of
+    the difference and the remedy. The tensors are back to their pre-launch state when it is raised.
 
     .. versionadded:: 0.2.0
     """

@@ -81,13 +81,15 @@ class Handle:
         return f"<kwshim switch {self.settings.policy!r} {'active' if self.active else 'inactive'}>"
 
 
-def activate(autotune: str = "all", *, rtol: float = 1e-05, atol: float = 1e-08, equal_nan: bool = False) -> Handle:
+def activate(autotune: str = "all", *, rtol: float = 1e-05, atol: float = 1e-08, equal_nan: bool = True) -> Handle:
     """Switch kwshim on for the whole process and return its handle (also a context manager).
 
     ``autotune`` is the policy of autotuners over interpreted kernels: ``"first"`` (no tuning),
-    ``"all"`` (each surviving Config runs once per key, the first is chosen) or ``"verify"``
-    (``"all"``, and every Config must leave the tensors as the first does, compared exactly for
-    integers and booleans and with ``rtol``/``atol``/``equal_nan`` for floating point).
+    ``"all"`` (each surviving Config runs once per key with the autotuner's own hooks, nothing
+    restored, as on a GPU; the first is chosen) or ``"verify"`` (``"all"``, and every Config must
+    leave the tensors as the first does from the same snapshot, and the tuned launch as one clean
+    launch does; compared exactly for integers and booleans and with ``rtol``/``atol``/``equal_nan``
+    for floating point: NaN in the same place agrees unless ``equal_nan=False``).
     """
     global _PATCHES
     settings = autotune_module.Settings(autotune, rtol, atol, equal_nan)

@@ -1,0 +1,350 @@
+"""Autotune on the CPU under the switch: ``all`` leaves what a GPU's tuning leaves (hooks do
+their work, kwshim restores nothing); ``verify`` compares every Config from one snapshot and
+the tuned launch with one clean launch, and names the hazard."""
+
+import pytest
+import torch
+import triton
+import triton.language as tl
+
+import kwshim
+from kwshim import AutotuneSideEffectError, ConfigDivergenceError, switch
+
+from .kernels import needs_block_loads
+
+GRID = (1,)
+THREE = [triton.Config({"SLOT": i}, num_warps=w) for i, w in enumerate((1, 2, 4))]
+
+
+@pytest.fixture(autouse=True)
+def no_switch_left_on():
+    yield
+    for handle in list(switch._HANDLES):
+        handle.deactivate()
+    assert not switch.is_active()
+
+
+def accumulating():
+    @triton.jit
+    def accumulate(x_ptr, acc_ptr, SLOT: tl.constexpr):
+        tl.store(acc_ptr, tl.load(acc_ptr) + tl.load(x_ptr))
+
+    return accumulate
+
+
+def in_place():
+    @triton.jit
+    def increment(x_ptr, SLOT: tl.constexpr):
+        tl.store(x_ptr, tl.load(x_ptr) + 1)
+
+    return increment
+
+
+def tune(kernel, configs=THREE, **hooks):
+    """An autotuner over ``kernel``, built while the switch is on (3.2-3.3 need it)."""
+    return triton.autotune(configs=configs, key=[], **hooks)(kernel)
+
+
+# -- all: the GPU's side effects ----------------------------------------------------------------
+
+def test_all_accumulates_as_a_gpu_does_without_reset_to_zero():
+    x, acc = torch.ones(1), torch.zeros(1)
+    with kwshim.activate(autotune="all"):
+        tune(accumulating())[GRID](x, acc)
+    assert float(acc[0]) == 4.0  # three tuning runs and the launch (a GPU's many runs: 5130.0)
+
+
+def test_all_accumulates_atomically_as_a_gpu_does_without_reset_to_zero():
+    @triton.jit
+    def atomic_accumulate(x_ptr, acc_ptr, SLOT: tl.constexpr):
+        tl.atomic_add(acc_ptr, tl.load(x_ptr))
+
+    x, acc = torch.ones(1), torch.zeros(1)
+    with kwshim.activate(autotune="all"):
+        kernel = tune(atomic_accumulate)
+        try:
+            kernel[GRID](x, acc)
+        except AttributeError as exc:  # 2.2.0: 'Builder' object has no attribute 'get_int1'
+            pytest.skip(f"this release's interpreter cannot run tl.atomic_add: {exc}")
+    assert float(acc[0]) == 4.0  # the H200's figure for this kernel, compiled 3.6.0: 5130.0
+
+
+def test_all_honours_reset_to_zero_as_a_gpu_does():
+    x, acc = torch.ones(1), torch.zeros(1)
+    with kwshim.activate(autotune="all"):
+        tune(accumulating(), reset_to_zero=["acc_ptr"])[GRID](x, acc)
+    assert float(acc[0]) == 1.0
+
+
+def test_all_updates_in_place_each_run_without_restore_value():
+    x = torch.full((1,), 10, dtype=torch.int32)
+    with kwshim.activate(autotune="all"):
+        tune(in_place())[GRID](x)
+    assert int(x[0]) == 14
+
+
+def test_all_honours_restore_value_as_a_gpu_does():
+    x = torch.full((1,), 10, dtype=torch.int32)
+    with kwshim.activate(autotune="all"):
+        kernel = tune(in_place(), restore_value=["x_ptr"])
+        kernel[GRID](x)
+        assert int(x[0]) == 11
+        kernel[GRID](x)  # the same key: the cached Config, no tuning
+    assert int(x[0]) == 12
+
+
+def test_first_is_unchanged_one_launch_only():
+    x, acc = torch.ones(1), torch.zeros(1)
+    with kwshim.activate(autotune="first"):
+        tune(accumulating())[GRID](x, acc)
+    assert float(acc[0]) == 1.0
+
+
+# -- verify: side effects of tuning ---------------------------------------------------------------
+
+def test_verify_names_a_missing_reset_to_zero_and_restores_the_tensors():
+    x, acc = torch.ones(1), torch.zeros(1)
+    with kwshim.activate(autotune="verify"):
+        kernel = tune(accumulating())
+        with pytest.raises(AutotuneSideEffectError) as info:
+            kernel[GRID](x, acc)
+    message = str(info.value)
+    assert isinstance(info.value, AssertionError)
+    assert message.startswith("accumulate: autotuning changes what the first launch leaves in argument 'acc_ptr'")
+    assert "1 of 1 elements differ, largest absolute difference 3.0" in message
+    assert "reset_to_zero=['acc_ptr']" in message
+    assert float(acc[0]) == 0.0 and float(x[0]) == 1.0  # back to the pre-launch state
+
+
+def test_verify_names_a_missing_restore_value_and_fails_again_on_the_next_launch():
+    x = torch.full((1,), 10, dtype=torch.int32)
+    with kwshim.activate(autotune="verify"):
+        kernel = tune(in_place())
+        for _ in range(2):  # the failed tuning is not cached
+            with pytest.raises(AutotuneSideEffectError, match=r"argument 'x_ptr'.*restore_value=\['x_ptr'\]"):
+                kernel[GRID](x)
+            assert int(x[0]) == 10
+
+
+@pytest.mark.parametrize("hooks, start, end", [
+    ({"reset_to_zero": ["acc_ptr"]}, 0.0, 1.0),
+    ({"restore_value": ["acc_ptr"]}, 5.0, 6.0),
+])
+def test_verify_passes_correctly_hooked_kernels_which_end_as_one_launch(hooks, start, end):
+    x, acc = torch.ones(1), torch.full((1,), start)
+    with kwshim.activate(autotune="verify"):
+        tune(accumulating(), **hooks)[GRID](x, acc)
+    assert float(acc[0]) == end
+
+
+def test_verify_compares_restore_value_arguments_before_they_are_restored():
+    @triton.jit
+    def scale_in_place(x_ptr, SLOT: tl.constexpr):
+        tl.store(x_ptr, tl.load(x_ptr) * (2 + (SLOT == 2)))  # Config 2 triples
+
+    x = torch.full((1,), 3, dtype=torch.int32)
+    with kwshim.activate(autotune="verify"):
+        kernel = tune(scale_in_place, restore_value=["x_ptr"])
+        with pytest.raises(ConfigDivergenceError, match=r"Config SLOT: 2.*argument 'x_ptr'"):
+            kernel[GRID](x)
+    assert int(x[0]) == 3
+
+
+@needs_block_loads
+def test_verify_catches_configs_that_write_disjoint_regions():
+    @triton.jit
+    def half(out_ptr, SLOT: tl.constexpr):
+        offsets = tl.arange(0, 8)
+        if SLOT == 0:  # each Config writes one half
+            tl.store(out_ptr + offsets, offsets + 1, mask=offsets < 4)
+        else:
+            tl.store(out_ptr + offsets, offsets + 1, mask=offsets >= 4)
+
+    configs = [triton.Config({"SLOT": 0}), triton.Config({"SLOT": 1})]
+    out = torch.zeros(8, dtype=torch.int32)
+    with kwshim.activate(autotune="all"):  # all: the halves mask each other, as on a GPU
+        tune(half, configs)[GRID](out)
+    assert out.tolist() == list(range(1, 9))
+    out.zero_()
+    with kwshim.activate(autotune="verify"):
+        with pytest.raises(ConfigDivergenceError, match=r"argument 'out_ptr' different: 8 of 8 elements differ"):
+            tune(half, configs)[GRID](out)
+    assert out.tolist() == [0] * 8  # back to the pre-launch state
+
+
+@needs_block_loads
+def test_verify_restores_the_pre_launch_state_after_a_divergence():
+    @triton.jit
+    def scale(x_ptr, out_ptr, BLOCK: tl.constexpr):
+        offsets = tl.arange(0, 8)
+        x = tl.load(x_ptr + offsets)
+        tl.store(out_ptr + offsets, tl.where(offsets < BLOCK, x * 2, x))
+
+    x, out = torch.arange(8, dtype=torch.float32), torch.full((8,), -1.0)
+    with kwshim.activate(autotune="verify"):
+        kernel = tune(scale, [triton.Config({"BLOCK": 8}), triton.Config({"BLOCK": 4})])
+        with pytest.raises(ConfigDivergenceError):
+            kernel[GRID](x, out)
+    assert out.tolist() == [-1.0] * 8 and x.tolist() == list(range(8))
+
+
+@pytest.mark.parametrize("equal_nan, raises", [(True, False), (False, True)])
+def test_verify_treats_nan_in_the_same_place_as_agreement_by_default(equal_nan, raises):
+    @triton.jit
+    def nan_store(x_ptr, out_ptr, SLOT: tl.constexpr):
+        x = tl.load(x_ptr)
+        tl.store(out_ptr, x / x)  # 0 / 0: NaN with every Config
+
+    x, out = torch.zeros(1), torch.zeros(1)
+    with kwshim.activate(autotune="verify", equal_nan=equal_nan):
+        kernel = tune(nan_store)
+        if raises:
+            with pytest.raises(ConfigDivergenceError, match="argument 'out_ptr'"):
+                kernel[GRID](x, out)
+        else:
+            kernel[GRID](x, out)
+            assert torch.isnan(out).all()
+
+
+def test_a_nested_verify_tunes_again_a_key_an_outer_all_tuned():
+    x = torch.full((1,), 10, dtype=torch.int32)
+    with kwshim.activate(autotune="all"):
+        kernel = tune(in_place())
+        kernel[GRID](x)
+        assert int(x[0]) == 14  # tuned under all: four runs
+        with kwshim.activate(autotune="verify"):
+            with pytest.raises(AutotuneSideEffectError):
+                kernel[GRID](x)
+            assert int(x[0]) == 14
+        kernel[GRID](x)  # all again: the key it tuned is still cached, one launch
+    assert int(x[0]) == 15
+
+
+# -- what kwshim never writes into ----------------------------------------------------------------
+
+def _interpreter_writes_into_inputs():
+    """Triton 2.2's interpreter copies every argument back after a launch, bare or not."""
+    @triton.jit
+    def read_only(x_ptr, acc_ptr):
+        tl.store(acc_ptr, tl.load(x_ptr))
+
+    x = torch.ones(1)
+    version = x._version
+    read_only[GRID](x, torch.zeros(1))
+    return x._version != version
+
+
+@pytest.mark.parametrize("policy", ["all", "verify"])
+@pytest.mark.parametrize("make_input", ["leaf requiring grad", "expanded", "inference"])
+def test_inputs_the_kernel_does_not_change_are_never_written(policy, make_input):
+    if _interpreter_writes_into_inputs():
+        pytest.skip("this release's interpreter itself writes into every argument of a launch")
+    if make_input == "leaf requiring grad":
+        x = torch.full((1,), 2.0, requires_grad=True)
+    elif make_input == "expanded":
+        x = torch.full((1,), 2.0).expand(1)
+    else:
+        with torch.inference_mode():
+            x = torch.full((1,), 2.0)
+    version = None if x.is_inference() else x._version  # inference tensors have no version counter
+    acc = torch.zeros(1)
+    with kwshim.activate(autotune=policy):
+        tune(accumulating(), reset_to_zero=["acc_ptr"])[GRID](x.detach() if x.requires_grad else x, acc)
+    assert float(acc[0]) == 2.0 and float(x[0]) == 2.0
+    assert version is None or x._version == version
+
+
+def test_backward_works_after_an_autotuned_kernel_read_a_saved_tensor():
+    """fla's l2norm: the forward saves its input for backward; tuning must not bump its version."""
+    if _interpreter_writes_into_inputs():
+        pytest.skip("this release's interpreter itself writes into every argument of a launch")
+    x = torch.full((4,), 3.0, requires_grad=True)
+    y = x * x  # saves x for backward
+    acc = torch.zeros(1)
+    with kwshim.activate(autotune="verify"):
+        tune(accumulating(), reset_to_zero=["acc_ptr"])[GRID](x.detach(), acc)
+    y.sum().backward()
+    assert x.grad.tolist() == [6.0] * 4 and float(acc[0]) == 3.0
+
+
+# -- Configs that fail to compile -----------------------------------------------------------------
+
+def static_asserting():
+    @triton.jit
+    def checked(out_ptr, SLOT: tl.constexpr):
+        tl.static_assert(SLOT != 0, "SLOT 0 does not fit")
+        tl.store(out_ptr, tl.load(out_ptr) + 1)
+
+    return checked
+
+
+def _interpreter_raises_static_assert():
+    @triton.jit
+    def probe(SLOT: tl.constexpr):
+        tl.static_assert(SLOT != 0)
+
+    try:
+        probe[GRID](0)
+    except Exception:
+        return True
+    return False
+
+
+@pytest.mark.parametrize("policy", ["all", "verify"])
+def test_a_config_that_fails_static_assert_is_skipped_as_compiled_triton_skips_it(policy):
+    if not _interpreter_raises_static_assert():
+        pytest.skip("this release's interpreter does not evaluate tl.static_assert")
+    out = torch.zeros(1, dtype=torch.int32)
+    with kwshim.activate(autotune=policy):
+        kernel = tune(static_asserting(), reset_to_zero=["out_ptr"])
+        kernel[GRID](out)
+        assert kernel.best_config.kwargs["SLOT"] == 1 and int(out[0]) == 1
+        assert [float(t[0]) for t in kernel.configs_timings.values()][0] == float("inf")
+
+
+def test_when_every_config_fails_static_assert_the_launch_fails_as_compiled():
+    if not _interpreter_raises_static_assert():
+        pytest.skip("this release's interpreter does not evaluate tl.static_assert")
+    with kwshim.activate(autotune="all"):
+        kernel = tune(static_asserting(), [triton.Config({"SLOT": 0}), triton.Config({"SLOT": 0}, num_warps=2)])
+        with pytest.raises(Exception, match="SLOT 0 does not fit"):
+            kernel[GRID](torch.zeros(1, dtype=torch.int32))
+
+
+# -- host tensor descriptors (3.4+) ---------------------------------------------------------------
+
+def _tensor_descriptor():
+    try:
+        from triton.tools.tensor_descriptor import TensorDescriptor
+    except ImportError:
+        pytest.skip("this Triton has no host TensorDescriptor (3.4+)")
+    return TensorDescriptor
+
+
+@needs_block_loads
+def test_verify_reaches_tensors_inside_host_tensor_descriptors():
+    TensorDescriptor = _tensor_descriptor()
+
+    @triton.jit
+    def scale_desc(desc, SLOT: tl.constexpr):
+        block = desc.load([0])
+        desc.store([0], block * (2 + (SLOT == 1)))  # Config 1 triples, in place
+
+    x = torch.arange(16, dtype=torch.float32)
+    configs = [triton.Config({"SLOT": 0}), triton.Config({"SLOT": 1})]
+    with kwshim.activate(autotune="all"):
+        tune(scale_desc, configs)[GRID](TensorDescriptor.from_tensor(x, [16]))
+    assert x.tolist() == [12.0 * i for i in range(16)]  # each run in place, as on a GPU
+    x = torch.arange(16, dtype=torch.float32)
+    with kwshim.activate(autotune="verify"):
+        with pytest.raises(ConfigDivergenceError, match=r"argument 'desc.base' different"):
+            tune(scale_desc, configs)[GRID](TensorDescriptor.from_tensor(x, [16]))
+    assert x.tolist() == [float(i) for i in range(16)]
+
+
+# -- settings -------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("bad", [{"rtol": -1.0}, {"atol": "0.1"}, {"rtol": float("nan")}])
+def test_tolerances_are_checked(bad):
+    with pytest.raises(ValueError, match="must be a number >= 0"):
+        kwshim.activate(autotune="verify", **bad)
