@@ -23,6 +23,10 @@ def main(argv=None):
     run = commands.add_parser("run", help="run a script or module with the switch on (kwshim.activate)")
     run.add_argument("--autotune", choices=("first", "all", "verify"), default="all",
                      help="autotune policy for interpreted autotuners (default: all)")
+    run.add_argument("--rtol", type=float, default=1e-05, help="verify: relative tolerance for floats (default 1e-05)")
+    run.add_argument("--atol", type=float, default=1e-08, help="verify: absolute tolerance for floats (default 1e-08)")
+    run.add_argument("--no-equal-nan", dest="equal_nan", action="store_false",
+                     help="verify: NaN in the same place counts as a difference (by default it agrees)")
     run.add_argument("-m", dest="module", action="store_true", help="run a module, as python -m")
     run.add_argument("target", metavar="SCRIPT|MODULE")
     run.add_argument("args", nargs=argparse.REMAINDER, metavar="ARGS")
@@ -30,7 +34,14 @@ def main(argv=None):
     if options.command == "run":
         from .runner import run_target
 
-        return run_target(options.target, options.args, module=options.module, policy=options.autotune)
+        try:
+            from .autotune import Settings
+
+            Settings(options.autotune, options.rtol, options.atol, options.equal_nan)
+        except ValueError as exc:
+            parser.error(str(exc))  # exits with status 2
+        return run_target(options.target, options.args, module=options.module, policy=options.autotune,
+                          rtol=options.rtol, atol=options.atol, equal_nan=options.equal_nan)
     if options.command == "check":
         return _check(options, parser)
     return _doctor(options)

@@ -20,8 +20,18 @@ def pytest_addoption(parser):
                          "autotuners tune on the CPU")
     group.addoption("--kwshim-autotune", choices=_POLICIES, default=None,
                     help="autotune policy under --kwshim: first, all (default) or verify")
+    group.addoption("--kwshim-rtol", type=float, default=None,
+                    help="verify: relative tolerance for floating-point tensors (default 1e-05)")
+    group.addoption("--kwshim-atol", type=float, default=None,
+                    help="verify: absolute tolerance for floating-point tensors (default 1e-08)")
+    group.addoption("--kwshim-no-equal-nan", dest="kwshim_equal_nan", action="store_false", default=None,
+                    help="verify: NaN in the same place counts as a difference (by default it agrees)")
     parser.addini("kwshim", type="bool", default=False, help="switch kwshim on (as --kwshim)")
     parser.addini("kwshim_autotune", default="all", help="autotune policy under kwshim (first, all, verify)")
+    parser.addini("kwshim_rtol", default="1e-05", help="verify: relative tolerance (as --kwshim-rtol)")
+    parser.addini("kwshim_atol", default="1e-08", help="verify: absolute tolerance (as --kwshim-atol)")
+    parser.addini("kwshim_equal_nan", type="bool", default=True,
+                  help="verify: NaN in the same place agrees (false: as --kwshim-no-equal-nan)")
 
 
 def _wanted(config):
@@ -39,6 +49,24 @@ def _policy(config):
     return policy
 
 
+def _tolerances(config):
+    """rtol, atol and equal_nan for ``activate``: the command line's, else the ini file's."""
+    namespace = getattr(config, "known_args_namespace", None) or config.option
+    found = {}
+    for name in ("rtol", "atol"):
+        value = getattr(namespace, f"kwshim_{name}", None)
+        if value is None:
+            text = config.getini(f"kwshim_{name}")
+            try:
+                value = float(text)
+            except ValueError:
+                raise pytest.UsageError(f"kwshim_{name} = {text!r}: not a number") from None
+        found[name] = value
+    equal_nan = getattr(namespace, "kwshim_equal_nan", None)
+    found["equal_nan"] = config.getini("kwshim_equal_nan") if equal_nan is None else equal_nan
+    return found
+
+
 @pytest.hookimpl(tryfirst=True)
 def pytest_load_initial_conftests(early_config, parser, args):
     if not _wanted(early_config):
@@ -46,13 +74,17 @@ def pytest_load_initial_conftests(early_config, parser, args):
     os.environ.setdefault("TRITON_INTERPRET", "1")
     from .switch import activate
 
-    setattr(early_config, _HANDLE_KEY, activate(autotune=_policy(early_config)))
+    try:
+        handle = activate(autotune=_policy(early_config), **_tolerances(early_config))
+    except ValueError as exc:  # a tolerance below zero
+        raise pytest.UsageError(str(exc)) from None
+    setattr(early_config, _HANDLE_KEY, handle)
 
 
 def pytest_report_header(config):
     handle = getattr(config, _HANDLE_KEY, None)
     if handle is not None:
-        return f"kwshim: switch on, autotune policy {handle.settings.policy!r}"
+        return f"kwshim: switch on, autotune {handle.settings!r}"
     return None
 
 

@@ -13,13 +13,15 @@ from typing import List, Optional
 __all__ = ["run_target"]
 
 
-def run_target(target: str, args: List[str], module: bool = False, policy: str = "all") -> Optional[int]:
+def run_target(target: str, args: List[str], module: bool = False, policy: str = "all",
+               **tolerances) -> Optional[int]:
     """Run ``target`` (a script path, or a module name with ``module=True``) as ``__main__``
-    with ``sys.argv`` = ``[target, *args]`` and the switch on under ``policy``."""
+    with ``sys.argv`` = ``[target, *args]`` and the switch on under ``policy`` (``tolerances``:
+    ``rtol``, ``atol``, ``equal_nan`` of ``kwshim.activate``)."""
     os.environ.setdefault("TRITON_INTERPRET", "1")
     from .switch import activate
 
-    handle = activate(autotune=policy)
+    handle = activate(autotune=policy, **tolerances)
     saved_argv, saved_path0 = sys.argv[:], sys.path[0] if sys.path else None
     try:
         if module:

@@ -61,6 +61,22 @@ def test_kwshim_run_reports_the_targets_exception_with_status_1(tmp_path):
     assert done.returncode == 1 and "ValueError: from the target" in done.stderr
 
 
+def test_kwshim_run_passes_verify_tolerances_to_the_switch(tmp_path):
+    (tmp_path / "show.py").write_text("from kwshim import switch\nprint(switch.active_settings())\n")
+    done = kwshim("run", "--autotune", "verify", "--rtol", "0.5", "--atol", "0.25", "--no-equal-nan", "show.py",
+                  cwd=tmp_path)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "Settings('verify', rtol=0.5, atol=0.25, equal_nan=False)" in done.stdout
+    done = kwshim("run", "show.py", cwd=tmp_path)
+    assert "Settings('all', rtol=1e-05, atol=1e-08, equal_nan=True)" in done.stdout
+
+
+def test_kwshim_run_refuses_a_negative_tolerance_with_status_2(tmp_path):
+    (tmp_path / "show.py").write_text("print('ran')\n")
+    done = kwshim("run", "--atol", "-1", "show.py", cwd=tmp_path)
+    assert done.returncode == 2 and "atol must be a number >= 0" in done.stderr and "ran" not in done.stdout
+
+
 PLUGIN_TEST = textwrap.dedent("""
     import os
     from kwshim import switch
@@ -69,20 +85,28 @@ PLUGIN_TEST = textwrap.dedent("""
         assert switch.is_active() == (os.environ["EXPECT"] == "on")
         if switch.is_active():
             assert switch.active_settings().policy == os.environ["POLICY"]
+            assert repr(switch.active_settings()).endswith(os.environ["TOLERANCES"])
             assert os.environ["TRITON_INTERPRET"] == "1"
 """)
 
 
-@pytest.mark.parametrize("args, ini, expect, policy", [
-    ([], "", "off", "all"),
-    (["--kwshim"], "", "on", "all"),
-    (["--kwshim", "--kwshim-autotune", "verify"], "", "on", "verify"),
-    ([], "[pytest]\nkwshim = true\nkwshim_autotune = first\n", "on", "first"),
+DEFAULT_TOLERANCES = "rtol=1e-05, atol=1e-08, equal_nan=True)"
+
+
+@pytest.mark.parametrize("args, ini, expect, policy, tolerances", [
+    ([], "", "off", "all", DEFAULT_TOLERANCES),
+    (["--kwshim"], "", "on", "all", DEFAULT_TOLERANCES),
+    (["--kwshim", "--kwshim-autotune", "verify"], "", "on", "verify", DEFAULT_TOLERANCES),
+    ([], "[pytest]\nkwshim = true\nkwshim_autotune = first\n", "on", "first", DEFAULT_TOLERANCES),
+    (["--kwshim", "--kwshim-autotune", "verify", "--kwshim-rtol", "0.5", "--kwshim-atol", "0.25",
+      "--kwshim-no-equal-nan"], "", "on", "verify", "rtol=0.5, atol=0.25, equal_nan=False)"),
+    ([], "[pytest]\nkwshim = true\nkwshim_autotune = verify\nkwshim_rtol = 0.125\nkwshim_atol = 2\n"
+         "kwshim_equal_nan = false\n", "on", "verify", "rtol=0.125, atol=2.0, equal_nan=False)"),
 ])
-def test_pytest_plugin_is_inert_unless_asked(tmp_path, args, ini, expect, policy):
+def test_pytest_plugin_is_inert_unless_asked(tmp_path, args, ini, expect, policy, tolerances):
     (tmp_path / "test_state.py").write_text(PLUGIN_TEST)
     (tmp_path / "pytest.ini").write_text(ini or "[pytest]\n")
     done = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
                            *args, "test_state.py"], capture_output=True, text=True, cwd=tmp_path,
-                          env=environment(EXPECT=expect, POLICY=policy), timeout=300)
+                          env=environment(EXPECT=expect, POLICY=policy, TOLERANCES=tolerances), timeout=300)
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
