@@ -422,8 +422,10 @@ def install(patches, settings_now):
                 verification = current.verification = _Verification(
                     self, current.settings, reachable_tensors(names, args, meta))
             verification.config = config
-        saved = {name: self.__dict__.get(name, _ABSENT) for name in ("do_bench", "post_hook")}
-        self.__dict__["do_bench"] = cpu_bench  # 3.2+: the instance's benchmarker, for this call only
+        # 3.2+: the instance's benchmarker, for this call only (verify: also the post-hook)
+        swapped = ("do_bench",) if verification is None else ("do_bench", "post_hook")
+        saved = [(name, self.__dict__.get(name, _ABSENT)) for name in swapped]
+        self.__dict__["do_bench"] = cpu_bench
         if verification is not None:
             self.__dict__["post_hook"] = _capturing(verification, getattr(self, "post_hook", None))
         try:
@@ -437,7 +439,7 @@ def install(patches, settings_now):
                            f"(policy {current.settings.policy!r})")
             raise
         finally:
-            for name, value in saved.items():
+            for name, value in saved:
                 if value is _ABSENT:
                     self.__dict__.pop(name, None)
                 else:
