@@ -20,7 +20,7 @@ from typing import Any, Dict, Tuple
 
 import wrapt
 
-from . import _triton, options
+from . import _triton, options, scalars
 from .binding import BindingPlan
 from .errors import LaunchArgumentError, UnsupportedSignatureError
 
@@ -91,6 +91,7 @@ class LaunchPaths:
         checked = options.option_names() | frozenset(options.DEPRECATED)
         injected_names = frozenset(injected)
         raw = _raw_launch(kernel, getitem, method_run, lock)
+        convert = scalars.converter(kernel)  # None: no runtime scalar needs typing
 
         def with_injected(kwargs, hooks=None):
             """The launch's keywords as compiled ``run`` completes them (a copy), where that
@@ -125,6 +126,8 @@ class LaunchPaths:
                 positional, keywords = bound
             else:
                 positional, keywords = bound, empty
+            if convert is not None:
+                positional = convert(positional)
             if not hooks:
                 return raw(grid, positional, keywords)
             with (lock or _LAUNCH_LOCK):  # the interpreter must not call the hooks a second time
@@ -141,6 +144,8 @@ class LaunchPaths:
             def launcher(*args, **kwargs):
                 if not kwargs and len(args) == arity and not (has_hooks and kernel.pre_run_hooks):
                     # every parameter given positionally: bound as it is, launched with no extra frame
+                    if convert is not None:
+                        args = convert(args)
                     if lock is None:
                         if method_run is None:
                             return getitem(kernel, grid)(*args)
@@ -163,7 +168,7 @@ class LaunchPaths:
                 bind_checked(args, with_injected(kwargs))
                 return None
             if not kwargs and len(args) == arity and not (has_hooks and kernel.pre_run_hooks):
-                return raw(grid, args, empty)
+                return raw(grid, args if convert is None else convert(args), empty)
             return launch(grid, args, kwargs)
 
         self.launcher_for = launcher_for

@@ -1,0 +1,147 @@
+"""Scalar launch arguments typed as compiled Triton types them.
+
+Compiled Triton hands a kernel a Python ``float`` as an fp32 scalar (or the parameter's annotated
+type, ``val: tl.float16``), a ``bool`` as i1, and an ``int`` equal to 1 as the constant 1 (unless
+the parameter is in ``do_not_specialize``). The interpreter hands floats over as bare Python
+floats (so ``eps.to(tl.float32)`` fails, and ``fp16_x * eps`` silently computes in fp16), and on
+some releases bools as i32. The launch paths (``kernel.py``) pass the bound positional values
+through ``ScalarTyping.convert`` just before the interpreter sees them: each value is made the
+interpreter's own scalar tensor of the compiled type, which its ``_implicit_cvt`` leaves as it
+is. What the installed interpreter already converts right is probed once, and left alone.
+"""
+
+import functools
+from typing import Any, Callable, List, Optional, Sequence, Tuple
+
+from . import _triton
+
+__all__ = ["ScalarTyping", "converter"]
+
+
+@functools.lru_cache(maxsize=None)
+def _interpreter():
+    """(module, implicit_cvt, converts floats to fp32, converts bools to i1, whether the constant 1
+    works as compiled Triton's specialisation), probed once."""
+    _triton.import_triton()
+    import triton.language as tl
+    from triton.runtime import interpreter
+
+    implicit_cvt = getattr(interpreter, "_implicit_cvt", None)
+    if implicit_cvt is None or getattr(interpreter, "TensorHandle", None) is None:
+        return interpreter, None, True, True, False  # an interpreter kwshim cannot type for
+    floats, bools = (_converts(implicit_cvt, value, dtype) for value, dtype in ((1.5, tl.float32), (True, tl.int1)))
+    try:  # 2.3's constexpr cannot multiply a Python int: the constant 1 would break kernels there
+        specialises = (tl.constexpr(1) * 3) == 3
+    except Exception:
+        specialises = False
+    return interpreter, implicit_cvt, floats, bools, specialises
+
+
+def _converts(implicit_cvt, value, dtype) -> bool:
+    import triton.language as tl
+
+    try:
+        converted = implicit_cvt(value)
+    except Exception:  # 3.6 builds an i32 array under an i1 type for True, and refuses it
+        return False
+    return isinstance(converted, tl.tensor) and converted.dtype == dtype
+
+
+def _scalar(value, dtype):
+    """The interpreter's scalar tensor of ``dtype`` holding ``value``, rounded as compiled rounds."""
+    import numpy as np
+    import triton.language as tl
+
+    interpreter = _interpreter()[0]
+    if dtype == tl.bfloat16:  # the interpreter keeps bf16 as its bits, in uint16
+        import torch
+
+        data = torch.tensor([value], dtype=torch.bfloat16).view(torch.int16).numpy().view(np.uint16)
+    else:
+        numpy_type = {tl.float16: np.float16, tl.float32: np.float32, tl.float64: np.float64, tl.int1: np.bool_}
+        data = np.array([value], dtype=numpy_type[dtype])
+    return tl.tensor(interpreter.TensorHandle(data, dtype), dtype)
+
+
+_FLOAT_NAMES = {"float16": "float16", "fp16": "float16", "bfloat16": "bfloat16", "bf16": "bfloat16",
+                "float32": "float32", "fp32": "float32", "float64": "float64", "fp64": "float64"}
+
+
+def _annotation_kind(annotation) -> Tuple[bool, Optional[Any], bool]:
+    """(constexpr, the float dtype it names or None, annotated at all) for a parameter annotation."""
+    import inspect
+
+    import triton.language as tl
+
+    if annotation is inspect.Parameter.empty or annotation is None or annotation == "":
+        return False, None, False
+    if annotation is tl.constexpr or "constexpr" in str(annotation):
+        return True, None, True
+    if isinstance(annotation, tl.dtype):
+        return False, (annotation if annotation.is_floating() else None), True
+    name = str(annotation).strip().rsplit(".", 1)[-1]
+    float_name = _FLOAT_NAMES.get(name)
+    return False, (getattr(tl, float_name) if float_name else None), True
+
+
+def _not_specialised(kernel, names) -> set:
+    """The parameters compiled Triton never specialises (``do_not_specialize``), where the
+    interpreter kernel keeps the list (3.4+); names or positions."""
+    listed = (getattr(kernel, "kwargs", None) or {}).get("do_not_specialize") or ()
+    return {names[item] if isinstance(item, int) and item < len(names) else item for item in listed}
+
+
+class ScalarTyping:
+    """For one kernel: which positions take runtime scalars, and how compiled Triton types them."""
+
+    def __init__(self, slots: List[Tuple[int, Any, bool]], floats: bool, bools: bool):
+        #: (position, the annotated float dtype or None, whether an int 1 is specialised)
+        self.slots = slots
+        self.floats, self.bools = floats, bools
+
+    def convert(self, args: Sequence[Any]) -> Sequence[Any]:
+        converted: Optional[List[Any]] = None
+        for position, float_dtype, specialise_one in self.slots:
+            if position >= len(args):
+                break
+            value = args[position]
+            kind = type(value)
+            if kind is float and not self.floats:
+                import triton.language as tl
+
+                new = _scalar(value, float_dtype or tl.float32)
+            elif kind is bool and not self.bools:
+                import triton.language as tl
+
+                new = _scalar(value, tl.int1)
+            elif kind is int and value == 1 and specialise_one:
+                import triton.language as tl
+
+                new = tl.constexpr(1)
+            else:
+                continue
+            if converted is None:
+                converted = list(args)
+            converted[position] = new
+        return args if converted is None else converted
+
+
+def converter(kernel) -> Optional[Callable[[Sequence[Any]], Sequence[Any]]]:
+    """``convert(args)`` for an interpreter kernel object, or None where nothing needs typing."""
+    import inspect
+
+    _, implicit_cvt, floats, bools, specialises = _interpreter()
+    if implicit_cvt is None:
+        return None
+    parameters = list(inspect.signature(kernel.fn).parameters.values())
+    names = [parameter.name for parameter in parameters]
+    fixed = _not_specialised(kernel, names)
+    slots = []
+    for position, parameter in enumerate(parameters):
+        constexpr, float_dtype, annotated = _annotation_kind(parameter.annotation)
+        if constexpr or parameter.kind in (parameter.VAR_POSITIONAL, parameter.VAR_KEYWORD):
+            continue
+        slots.append((position, float_dtype, specialises and not annotated and parameter.name not in fixed))
+    if not slots:
+        return None
+    return ScalarTyping(slots, floats, bools).convert
