@@ -9,7 +9,7 @@ TEST_TRITONS ?= 3.0.0 3.9.0
 DEMO_TRITON ?= 3.0.0
 PYTEST_ARGS ?=
 
-.PHONY: demo test test-quick matrix venv clean
+.PHONY: demo test test-quick matrix suites venv clean
 
 venv: $(VENV)/.installed
 
@@ -40,5 +40,11 @@ test-quick: venv $(foreach v,$(TEST_TRITONS),.triton/$(v)/.installed)
 	  TRITON_INTERPRET=1 PYTHONPATH=.triton/$$v $(PY) -m pytest -q -p no:cacheprovider -n auto $(PYTEST_ARGS) || status=1; \
 	done; exit $$status
 
+# A real library's own tests (Liger-Kernel 0.8.5's test/transformers), bare and under --kwshim, on
+# Triton 3.0.0 and 3.9.0, classified; rewrites README.md's suites table. Slow: not part of `make test`.
+suites: venv
+	$(PY) -m pip install --quiet --disable-pip-version-check -e '.[test,suites]'
+	$(PY) tools/suites.py --readme README.md
+
 clean:
-	rm -rf $(VENV) .triton .wrapt *.egg-info
+	rm -rf $(VENV) .triton .wrapt .suites *.egg-info

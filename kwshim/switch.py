@@ -21,6 +21,7 @@ from typing import List, Optional
 
 from . import _triton
 from . import autotune as autotune_module
+from . import interpreter_math
 from .kernel import RunSlot, launcher_via_paths
 
 __all__ = ["activate", "Handle", "active_settings", "is_active"]
@@ -121,6 +122,8 @@ def _install() -> Patches:
         patches.set(classes.interpreted, "run", RunSlot())
         if classes.autotuner is not None:
             autotune_module.install(patches, active_settings)
+        if _triton.interpreter_requested():  # compiled kernels keep the backend's own libdevice
+            interpreter_math.install(patches)
     except BaseException:
         patches.undo()
         raise

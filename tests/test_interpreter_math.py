@@ -1,0 +1,85 @@
+"""libdevice on the CPU under the switch: values as torch computes them, a clear error where no
+implementation exists, and Triton's modules exactly restored afterwards."""
+
+import importlib
+
+import pytest
+import torch
+import triton
+import triton.language as tl
+
+import kwshim
+from kwshim.interpreter_math import IMPLEMENTATIONS
+
+from .kernels import needs_block_loads
+
+
+def libdevice():
+    try:
+        return importlib.import_module("triton.language.extra.libdevice")
+    except ImportError:
+        pytest.skip("this Triton has no triton.language.extra.libdevice")
+
+
+UNARY = {"tanh": torch.tanh, "rsqrt": torch.rsqrt, "erf": torch.erf, "exp2": torch.exp2, "log1p": torch.log1p,
+         "sqrt": torch.sqrt, "exp": torch.exp, "floor": torch.floor, "sin": torch.sin, "fast_expf": torch.exp}
+
+
+@needs_block_loads
+@pytest.mark.parametrize("name", sorted(UNARY))
+def test_unary_functions_match_torch(name):
+    module = libdevice()
+    if not hasattr(module, name):
+        pytest.skip(f"this Triton's libdevice has no {name}")
+    global FUNCTION
+    with kwshim.activate():
+        FUNCTION = getattr(module, name)  # a global: 3.6+ interpreters run kernels without closures
+        x, out = torch.tensor([0.5, 1.0, 2.0, 3.5]), torch.zeros(4)
+        apply_function[(1,)](x, out)
+    torch.testing.assert_close(out, UNARY[name](x))
+
+
+FUNCTION = None
+MODULE = None
+
+
+@triton.jit
+def apply_function(x_ptr, out_ptr):
+    offsets = tl.arange(0, 4)
+    tl.store(out_ptr + offsets, FUNCTION(tl.load(x_ptr + offsets)))
+
+
+@triton.jit
+def apply_two(x_ptr, out_ptr):
+    offsets = tl.arange(0, 4)
+    x = tl.load(x_ptr + offsets)
+    tl.store(out_ptr + offsets, MODULE.pow(x, 2.0) + MODULE.atan2(x, x + 1))
+
+
+@needs_block_loads
+def test_two_argument_functions_match_torch():
+    global MODULE
+    MODULE = libdevice()
+    with kwshim.activate():
+        x, out = torch.tensor([0.5, 1.0, 2.0, 3.5]), torch.zeros(4)
+        apply_two[(1,)](x, out)
+    torch.testing.assert_close(out, x ** 2 + torch.atan2(x, x + 1))
+
+
+def test_a_function_without_an_implementation_names_itself_and_the_workaround():
+    module = libdevice()
+    names = [n for n, v in vars(module).items() if callable(v) and not n.startswith("_")
+             and not isinstance(v, type) and n not in IMPLEMENTATIONS]
+    if not names:
+        pytest.skip("every libdevice function has a CPU implementation")
+    with kwshim.activate():
+        with pytest.raises(NotImplementedError, match=rf"libdevice.{names[0]}\(\) has no CPU implementation"):
+            getattr(module, names[0])(1.0)
+
+
+def test_libdevice_is_restored_exactly_after_the_switch():
+    module = libdevice()
+    before = dict(vars(module))
+    with kwshim.activate():
+        assert any(vars(module)[n] is not before[n] for n in before if n == "tanh" or n == "exp")
+    assert all(vars(module)[n] is v for n, v in before.items()) and set(vars(module)) == set(before)
