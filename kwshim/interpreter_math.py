@@ -1,23 +1,28 @@
-"""The interpreter's missing math: ``triton.language.extra.libdevice`` on the CPU, while the switch is on.
+"""The interpreter's missing math: ``triton.language.extra.libdevice`` on the CPU, for wrapped kernels.
 
 ``triton.language.extra.libdevice`` is a module of stubs that the compiler resolves to the
 backend's library; the interpreter runs the stubs, so every function returns ``None`` (3.6) or
-raises (3.0: "Did you forget to add @triton.jit"). While the switch is on, every public function
-of the module (and of the CUDA and HIP ``libdevice`` modules it stands for) is replaced, through
-the switch's reversible ``Patches``, by a NumPy implementation computed element-wise on the
-interpreter's tensors in their own dtype. A function without one raises ``NotImplementedError``
-naming the function, the release and the workaround: never ``None`` flowing into arithmetic.
-Patched at activation: a library that imports a function by name after activation (``pytest
---kwshim`` activates before test modules are imported) gets the CPU implementation.
+raises (3.0: "Did you forget to add @triton.jit"). Every public function of the module (and of
+the CUDA and HIP ``libdevice`` modules it stands for) gets a NumPy implementation computed
+element-wise on the interpreter's tensors in their own dtype; a function without one raises
+``NotImplementedError`` naming the function, the release and the workaround: never ``None``
+flowing into arithmetic. Two seams, both reversible: while the switch is on, the modules'
+attributes (``install``, through the switch's ``Patches``); and for the duration of each launch of
+a wrapped kernel (``@kwsafe``, in place, or under the switch), the globals of the kernel and its
+jitted helpers that name a libdevice function or module (``global_swaps``/``with_swaps``), which
+reaches ``from ...libdevice import tanh`` done before anything was switched on.
 """
 
+import functools
 import importlib
 import math
-from typing import Any, Callable, Dict
+import sys
+import types
+from typing import Any, Callable, Dict, List, Tuple
 
 import numpy as np
 
-__all__ = ["install", "IMPLEMENTATIONS"]
+__all__ = ["install", "global_swaps", "with_swaps", "IMPLEMENTATIONS"]
 
 _MODULES = ("triton.language.extra.libdevice", "triton.language.extra.cuda.libdevice",
             "triton.language.extra.hip.libdevice")
@@ -115,21 +120,97 @@ def _missing(name, release):
     return missing
 
 
-def install(patches):
-    """Replace every public function of the libdevice modules through ``patches`` (reversible)."""
+@functools.lru_cache(maxsize=None)
+def _replacements():
+    """({id(original function): CPU implementation}, {id(libdevice module): namespace of them}) for
+    every public function of the installed libdevice modules, built once."""
     import triton
 
+    functions: Dict[int, Any] = {}
+    modules: Dict[int, Any] = {}
+    keep = []  # the originals, so that their ids stay theirs
     for module_name in _MODULES:
         try:
             module = importlib.import_module(module_name)
         except ImportError:
             continue
+        namespace = types.SimpleNamespace(**{k: v for k, v in vars(module).items() if not k.startswith("__")})
         for name, value in list(vars(module).items()):
-            if name.startswith("_") or not callable(value) or isinstance(value, type):
+            if name.startswith("_") or not callable(value) or isinstance(value, (type, types.ModuleType)):
                 continue
             if name in _UNARY:
-                patches.set(module, name, _element_wise(name, _UNARY[name], 1))
+                replacement = _element_wise(name, _UNARY[name], 1)
             elif name in _BINARY:
-                patches.set(module, name, _element_wise(name, _BINARY[name], 2))
+                replacement = _element_wise(name, _BINARY[name], 2)
             else:
-                patches.set(module, name, _missing(name, triton.__version__))
+                replacement = _missing(name, triton.__version__)
+            functions.setdefault(id(value), replacement)
+            keep.append(value)
+            setattr(namespace, name, replacement)
+        modules[id(module)] = namespace
+        keep.append(module)
+    _replacements.keep = keep  # type: ignore[attr-defined]
+    return functions, modules
+
+
+def install(patches):
+    """Replace every public function of the libdevice modules through ``patches`` (reversible)."""
+    functions, _ = _replacements()
+    for module_name in _MODULES:
+        module = sys.modules.get(module_name)
+        if module is None:
+            continue
+        for name, value in list(vars(module).items()):
+            replacement = functions.get(id(value))
+            if replacement is not None and not name.startswith("_"):
+                patches.set(module, name, replacement)
+
+
+def global_swaps(fn) -> List[Tuple[dict, str, Any]]:
+    """(globals, name, CPU implementation) for every libdevice function or module that ``fn`` or a
+    jitted helper it reaches names as a global (``from ...libdevice import tanh`` binds the original
+    at import, which patching the module does not reach)."""
+    functions, modules = _replacements()
+    swaps: List[Tuple[dict, str, Any]] = []
+    seen = set()
+    pending = [fn]
+    while pending:
+        function = pending.pop()
+        if id(function) in seen or not hasattr(function, "__globals__"):
+            continue
+        seen.add(id(function))
+        names = set(function.__code__.co_names)
+        for name in names:
+            value = function.__globals__.get(name)
+            if value is None:
+                continue
+            replacement = functions.get(id(value)) or modules.get(id(value))
+            if replacement is not None:
+                swaps.append((function.__globals__, name, replacement))
+            elif hasattr(value, "fn") and hasattr(value.fn, "__globals__"):  # a jitted helper
+                pending.append(value.fn)
+    return swaps
+
+
+def with_swaps(raw, swaps, lock):
+    """``raw`` (a launch), with the ``swaps`` in place for its duration: serialized by ``lock``,
+    since module globals are shared by every thread."""
+
+    def launch(grid, args, kwargs):
+        with lock:
+            prior = [(namespace, name, namespace.get(name, _ABSENT)) for namespace, name, _ in swaps]
+            for namespace, name, replacement in swaps:
+                namespace[name] = replacement
+            try:
+                return raw(grid, args, kwargs)
+            finally:
+                for namespace, name, value in reversed(prior):
+                    if value is _ABSENT:
+                        namespace.pop(name, None)
+                    else:
+                        namespace[name] = value
+
+    return launch
+
+
+_ABSENT = object()

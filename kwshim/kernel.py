@@ -20,7 +20,7 @@ from typing import Any, Dict, Tuple
 
 import wrapt
 
-from . import _triton, options, scalars
+from . import _triton, interpreter_math, options, scalars
 from .binding import BindingPlan
 from .errors import LaunchArgumentError, UnsupportedSignatureError
 
@@ -92,6 +92,10 @@ class LaunchPaths:
         injected_names = frozenset(injected)
         raw = _raw_launch(kernel, getitem, method_run, lock)
         convert = scalars.converter(kernel)  # None: no runtime scalar needs typing
+        math_swaps = interpreter_math.global_swaps(kernel.fn)  # libdevice named by the kernel's globals
+        if math_swaps:
+            raw = interpreter_math.with_swaps(raw, math_swaps, _LAUNCH_LOCK)
+            arity = -2  # every launch through ``raw``: no fast path around the swaps
 
         def with_injected(kwargs, hooks=None):
             """The launch's keywords as compiled ``run`` completes them (a copy), where that

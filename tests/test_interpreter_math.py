@@ -11,7 +11,7 @@ import triton.language as tl
 import kwshim
 from kwshim.interpreter_math import IMPLEMENTATIONS
 
-from .kernels import needs_block_loads
+from .kernels import kwsafe, needs_block_loads
 
 
 def libdevice():
@@ -83,3 +83,33 @@ def test_libdevice_is_restored_exactly_after_the_switch():
     with kwshim.activate():
         assert any(vars(module)[n] is not before[n] for n in before if n == "tanh" or n == "exp")
     assert all(vars(module)[n] is v for n, v in before.items()) and set(vars(module)) == set(before)
+
+
+try:  # bound at import, as Liger-Kernel does: patching the module afterwards does not reach it
+    from triton.language.extra import libdevice as imported_libdevice
+    from triton.language.extra.libdevice import tanh as imported_tanh
+except ImportError:
+    imported_libdevice = imported_tanh = None
+
+
+@triton.jit
+def _rsqrt_helper(x):
+    return imported_libdevice.rsqrt(x)
+
+
+@kwsafe
+@triton.jit
+def tanh_plus_rsqrt(x_ptr, out_ptr):
+    offsets = tl.arange(0, 4)
+    x = tl.load(x_ptr + offsets)
+    tl.store(out_ptr + offsets, imported_tanh(x) + _rsqrt_helper(x))
+
+
+@needs_block_loads
+def test_a_wrapped_kernel_gets_libdevice_without_the_switch_even_imported_by_name():
+    module = libdevice()
+    x, out = torch.tensor([0.5, 1.0, 2.0, 3.5]), torch.zeros(4)
+    tanh_plus_rsqrt[(1,)](x, out)
+    torch.testing.assert_close(out, torch.tanh(x) + torch.rsqrt(x))
+    assert imported_tanh is vars(module)["tanh"] and imported_libdevice is module  # globals put back
+    assert not kwshim.switch.is_active()
