@@ -26,7 +26,7 @@ import inspect
 import threading
 import time
 import weakref
-from typing import Any, List, Optional
+from typing import Any, Optional
 
 from . import _triton
 from .errors import AutotuneSideEffectError, ConfigDivergenceError

@@ -28,80 +28,214 @@ _MODULES = ("triton.language.extra.libdevice", "triton.language.extra.cuda.libde
             "triton.language.extra.hip.libdevice")
 
 
-def _erf(x):
-    return np.vectorize(math.erf, otypes=[x.dtype])(x)
+def _vectorized(function):
+    return lambda x: np.vectorize(function, otypes=[np.float64])(x)
 
 
-def _erfc(x):
-    return np.vectorize(math.erfc, otypes=[x.dtype])(x)
+def _torch(name):
+    """A ``torch.special`` function on a NumPy array (erfinv, Bessel functions, ...)."""
+    def apply(*arrays):
+        import torch
+
+        return getattr(torch.special, name)(*(torch.from_numpy(np.ascontiguousarray(a)) for a in arrays)).numpy()
+
+    return apply
 
 
-def _lgamma(x):
-    return np.vectorize(math.lgamma, otypes=[x.dtype])(x)
+def _gamma(v):
+    return math.gamma(v) if v > 0 or v != math.floor(v) else math.nan
 
 
-def _tgamma(x):
-    return np.vectorize(lambda v: math.gamma(v) if v > 0 or v != math.floor(v) else math.nan, otypes=[x.dtype])(x)
+def _clz(x):
+    bits = x.dtype.itemsize * 8
+    unsigned = x.astype({4: np.uint32, 8: np.uint64}[x.dtype.itemsize]).astype(object)
+    return np.array([bits - int(v).bit_length() for v in unsigned.ravel()], np.int32).reshape(x.shape)
 
 
-_UNARY: Dict[str, Callable[[Any], Any]] = {
-    "exp": np.exp, "exp2": np.exp2, "exp10": lambda x: np.power(x.dtype.type(10), x), "expm1": np.expm1,
-    "fast_expf": np.exp, "log": np.log, "log2": np.log2, "log10": np.log10, "log1p": np.log1p,
-    "fast_logf": np.log, "fast_log2f": np.log2, "fast_log10f": np.log10,
-    "sqrt": np.sqrt, "sqrt_rn": np.sqrt, "sqrt_rz": np.sqrt, "sqrt_ru": np.sqrt, "sqrt_rd": np.sqrt,
-    "rsqrt": lambda x: 1 / np.sqrt(x), "rsqrt_rn": lambda x: 1 / np.sqrt(x), "cbrt": np.cbrt,
-    "rcbrt": lambda x: 1 / np.cbrt(x), "rcp_rn": lambda x: 1 / x, "rcp_rz": lambda x: 1 / x,
-    "sin": np.sin, "cos": np.cos, "tan": np.tan, "fast_sinf": np.sin, "fast_cosf": np.cos, "fast_tanf": np.tan,
-    "sinpi": lambda x: np.sin(np.pi * x), "cospi": lambda x: np.cos(np.pi * x),
-    "asin": np.arcsin, "acos": np.arccos, "atan": np.arctan, "sinh": np.sinh, "cosh": np.cosh, "tanh": np.tanh,
-    "asinh": np.arcsinh, "acosh": np.arccosh, "atanh": np.arctanh,
-    "erf": _erf, "erfc": _erfc, "lgamma": _lgamma, "tgamma": _tgamma,
-    "floor": np.floor, "ceil": np.ceil, "trunc": np.trunc, "round": lambda x: np.copysign(np.floor(np.abs(x) + 0.5), x),
-    "rint": np.rint, "nearbyint": np.rint, "abs": np.abs, "fabs": np.abs, "saturatef": lambda x: np.clip(x, 0, 1),
-    "isnan": np.isnan, "isinf": np.isinf, "isfinited": np.isfinite, "finitef": np.isfinite, "signbit": np.signbit,
-    "llrint": lambda x: np.rint(x).astype(np.int64), "llround": lambda x: np.round(x).astype(np.int64),
-    "ilogb": lambda x: np.floor(np.log2(np.abs(x))).astype(np.int32),
-}
-
-_BINARY: Dict[str, Callable[[Any, Any], Any]] = {
-    "pow": np.power, "powf": np.power, "fast_powf": np.power, "atan2": np.arctan2, "fmod": np.fmod,
-    "fmin": np.fmin, "fmax": np.fmax, "min": np.minimum, "max": np.maximum, "hypot": np.hypot,
-    "copysign": np.copysign, "fdim": lambda x, y: np.maximum(x - y, 0), "remainder": np.remainder,
-    "div_rn": np.true_divide, "div_rz": np.true_divide, "div_rd": np.true_divide, "div_ru": np.true_divide,
-    "fast_dividef": np.true_divide, "nextafter": np.nextafter, "ldexp": lambda x, y: np.ldexp(x, y.astype(np.int32)),
-}
-
-IMPLEMENTATIONS = sorted([*_UNARY, *_BINARY])
+def _popc(x):
+    unsigned = x.astype({4: np.uint32, 8: np.uint64}[x.dtype.itemsize]).astype(object)
+    return np.array([bin(int(v)).count("1") for v in unsigned.ravel()], np.int32).reshape(x.shape)
 
 
-def _element_wise(name, numpy_fn, arity):
+def _brev(x):
+    bits = x.dtype.itemsize * 8
+    unsigned = x.astype({4: np.uint32, 8: np.uint64}[x.dtype.itemsize])
+    out = [int(format(int(v), f"0{bits}b")[::-1], 2) for v in unsigned.ravel()]
+    return np.array(out, unsigned.dtype).reshape(x.shape).view(x.dtype)
+
+
+def _ffs(x):
+    unsigned = x.astype({4: np.uint32, 8: np.uint64}[x.dtype.itemsize]).astype(object)
+    return np.array([(int(v) & -int(v)).bit_length() for v in unsigned.ravel()], np.int32).reshape(x.shape)
+
+
+def _mulhi(x, y):
+    bits = x.dtype.itemsize * 8
+    product = x.astype(object) * y.astype(object)
+    return np.array([int(v) >> bits for v in product.ravel()], dtype=x.dtype).reshape(x.shape)
+
+
+def _byte_perm(x, y, s):
+    out = []
+    for a, b, sel in zip(x.astype(np.uint32).ravel(), y.astype(np.uint32).ravel(), s.astype(np.uint32).ravel()):
+        word = int(a) | (int(b) << 32)
+        value = 0
+        for i in range(4):
+            value |= ((word >> (8 * ((int(sel) >> (4 * i)) & 7))) & 0xFF) << (8 * i)
+        out.append(value)
+    return np.array(out, np.uint32).reshape(x.shape).view(x.dtype) if x.dtype.itemsize == 4 else np.array(out)
+
+
+_ROUNDED = {"rn": np.rint, "rz": np.trunc, "rd": np.floor, "ru": np.ceil}
+SAME = None  #: the result has the first tensor argument's dtype
+
+#: name: (function of NumPy arrays, result dtype: SAME, or a NumPy dtype, or "natural")
+_TABLE: Dict[str, Tuple[Callable[..., Any], Any]] = {}
+
+
+def _add(names, function, result=SAME):
+    for name in names.split():
+        _TABLE[name] = (function, result)
+
+
+_add("exp fast_expf", np.exp)
+_add("exp2", np.exp2)
+_add("exp10 fast_exp10f", lambda x: np.power(x.dtype.type(10), x))
+_add("expm1", np.expm1)
+_add("log fast_logf", np.log)
+_add("log2 fast_log2f", np.log2)
+_add("log10 fast_log10f", np.log10)
+_add("log1p", np.log1p)
+_add("sqrt sqrt_rn sqrt_rz sqrt_ru sqrt_rd", np.sqrt)
+_add("rsqrt rsqrt_rn", lambda x: 1 / np.sqrt(x))
+_add("cbrt", np.cbrt)
+_add("rcbrt", lambda x: 1 / np.cbrt(x))
+_add("rcp_rn rcp_rz rcp_rd rcp_ru", lambda x: 1 / x)
+_add("sin fast_sinf", np.sin)
+_add("cos fast_cosf", np.cos)
+_add("tan fast_tanf", np.tan)
+_add("sinpi", lambda x: np.sin(np.pi * x))
+_add("cospi", lambda x: np.cos(np.pi * x))
+_add("asin", np.arcsin)
+_add("acos", np.arccos)
+_add("atan", np.arctan)
+_add("sinh", np.sinh)
+_add("cosh", np.cosh)
+_add("tanh fast_tanhf", np.tanh)
+_add("asinh", np.arcsinh)
+_add("acosh", np.arccosh)
+_add("atanh", np.arctanh)
+_add("erf", _vectorized(math.erf))
+_add("erfc", _vectorized(math.erfc))
+_add("erfinv", _torch("erfinv"))
+_add("erfcinv", lambda x: _torch("erfinv")(1 - x))
+_add("erfcx", _torch("erfcx"))
+_add("normcdf", _torch("ndtr"))
+_add("normcdfinv", _torch("ndtri"))
+_add("lgamma", _vectorized(math.lgamma))
+_add("tgamma", _vectorized(_gamma))
+_add("cyl_bessel_i0", _torch("i0"))
+_add("cyl_bessel_i1", _torch("i1"))
+_add("j0", _torch("bessel_j0"))
+_add("j1", _torch("bessel_j1"))
+_add("y0", _torch("bessel_y0"))
+_add("y1", _torch("bessel_y1"))
+_add("floor", np.floor)
+_add("ceil", np.ceil)
+_add("trunc", np.trunc)
+_add("round", lambda x: np.copysign(np.floor(np.abs(x) + 0.5), x))
+_add("rint nearbyint", np.rint)
+_add("abs fabs", np.abs)
+_add("saturatef", lambda x: np.clip(x, 0, 1))
+_add("logb", lambda x: np.floor(np.log2(np.abs(x))))
+_add("isnan", lambda x: np.isnan(x).astype(np.int32), "natural")
+_add("isinf", lambda x: np.isinf(x).astype(np.int32), "natural")
+_add("isfinited finitef", lambda x: np.isfinite(x).astype(np.int32), "natural")
+_add("signbit", lambda x: np.signbit(x).astype(np.int32), "natural")
+_add("ilogb", lambda x: np.floor(np.log2(np.abs(x))).astype(np.int32), "natural")
+_add("llrint", lambda x: np.rint(x).astype(np.int64), "natural")
+_add("llround", lambda x: np.copysign(np.floor(np.abs(x) + 0.5), x).astype(np.int64), "natural")
+_add("pow powf fast_powf", np.power)
+_add("atan2", np.arctan2)
+_add("fmod", np.fmod)
+_add("remainder", lambda x, y: x - y * np.rint(x / y))
+_add("fmin min", np.fmin)
+_add("fmax max", np.fmax)
+_add("hypot", np.hypot)
+_add("rhypot", lambda x, y: 1 / np.hypot(x, y))
+_add("norm3d", lambda x, y, z: np.sqrt(x * x + y * y + z * z))
+_add("norm4d", lambda x, y, z, t: np.sqrt(x * x + y * y + z * z + t * t))
+_add("rnorm3d", lambda x, y, z: 1 / np.sqrt(x * x + y * y + z * z))
+_add("rnorm4d", lambda x, y, z, t: 1 / np.sqrt(x * x + y * y + z * z + t * t))
+_add("copysign", np.copysign)
+_add("fdim", lambda x, y: np.maximum(x - y, 0))
+_add("nextafter", np.nextafter)
+_add("div_rn div_rz div_rd div_ru fast_dividef", np.true_divide)
+_add("add_rn add_rz add_rd add_ru", np.add)
+_add("sub_rn sub_rz sub_rd sub_ru", np.subtract)
+_add("mul_rn mul_rz mul_rd mul_ru", np.multiply)
+_add("fma fma_rn fma_rz fma_rd fma_ru", lambda x, y, z: x * y + z)
+_add("ldexp scalbn", lambda x, n: np.ldexp(x, np.asarray(n).astype(np.int32)))
+_add("hadd", lambda x, y: ((x.astype(np.int64) + y.astype(np.int64)) >> 1).astype(x.dtype))
+_add("rhadd", lambda x, y: ((x.astype(np.int64) + y.astype(np.int64) + 1) >> 1).astype(x.dtype))
+_add("mul24", lambda x, y: ((x.astype(np.int64) & 0xFFFFFF) * (y.astype(np.int64) & 0xFFFFFF)).astype(x.dtype))
+_add("sad", lambda x, y, z: (np.abs(x.astype(np.int64) - y.astype(np.int64)) + z).astype(z.dtype))
+_add("mulhi", _mulhi)
+_add("clz", _clz, "natural")
+_add("popc", _popc, "natural")
+_add("ffs", _ffs, "natural")
+_add("brev", _brev)
+_add("byte_perm", _byte_perm)
+for _mode, _round in _ROUNDED.items():
+    for _source, _target, _numpy in (("float", "int", np.int32), ("float", "uint", np.uint32),
+                                     ("float", "ll", np.int64), ("float", "ull", np.uint64),
+                                     ("double", "int", np.int32), ("double", "uint", np.uint32),
+                                     ("double", "ll", np.int64), ("double", "ull", np.uint64)):
+        _add(f"{_source}2{_target}_{_mode}", (lambda r, t: lambda x: r(x).astype(t))(_round, _numpy), _numpy)
+    _add(f"double2float_{_mode}", lambda x: x.astype(np.float32), np.float32)
+    for _source in ("int", "uint", "ll", "ull"):
+        _add(f"{_source}2float_{_mode}", lambda x: x.astype(np.float32), np.float32)
+        _add(f"{_source}2double_{_mode}", lambda x: x.astype(np.float64), np.float64)
+_add("float_as_int", lambda x: x.astype(np.float32).view(np.int32), np.int32)
+_add("float_as_uint", lambda x: x.astype(np.float32).view(np.uint32), np.uint32)
+_add("int_as_float uint_as_float", lambda x: x.astype(np.int32).view(np.float32), np.float32)
+_add("double_as_longlong", lambda x: x.astype(np.float64).view(np.int64), np.int64)
+_add("longlong_as_double", lambda x: x.astype(np.int64).view(np.float64), np.float64)
+_add("double2hiint", lambda x: (x.astype(np.float64).view(np.int64) >> 32).astype(np.int32), np.int32)
+_add("double2loint", lambda x: (x.astype(np.float64).view(np.int64) & 0xFFFFFFFF).astype(np.uint32).view(np.int32),
+     np.int32)
+_add("hiloint2double", lambda hi, lo: ((hi.astype(np.int64) << 32) | (lo.astype(np.int64) & 0xFFFFFFFF)).view(
+    np.float64), np.float64)
+
+IMPLEMENTATIONS = sorted(_TABLE)
+
+_TRITON_TYPES = {np.dtype(np.bool_): "int1", np.dtype(np.int8): "int8", np.dtype(np.int16): "int16",
+                 np.dtype(np.int32): "int32", np.dtype(np.int64): "int64", np.dtype(np.uint8): "uint8",
+                 np.dtype(np.uint16): "uint16", np.dtype(np.uint32): "uint32", np.dtype(np.uint64): "uint64",
+                 np.dtype(np.float16): "float16", np.dtype(np.float32): "float32", np.dtype(np.float64): "float64"}
+
+
+def _element_wise(name, numpy_fn, result_dtype):
     def implementation(*args, **ignored):
         import triton.language as tl
         from triton.runtime.interpreter import TensorHandle
 
-        if len(args) != arity:
-            raise TypeError(f"libdevice.{name}() takes {arity} argument(s) ({len(args)} given)")
         tensors = [a for a in args if isinstance(a, tl.tensor)]
         if not tensors:
             raise TypeError(f"libdevice.{name}() needs a tensor argument")
         like = tensors[0]
-        dtype = like.dtype
         arrays = []
         for a in args:
             value = a.value if isinstance(a, tl.constexpr) else a
             arrays.append(value.handle.data if isinstance(value, tl.tensor) else np.asarray(value, like.handle.data.dtype))
         with np.errstate(all="ignore"):
             result = np.asarray(numpy_fn(*np.broadcast_arrays(*arrays)))
-        if result.dtype == np.bool_:
-            out_type = tl.int1
-        elif result.dtype.kind == "i":
-            out_type = tl.int64 if result.dtype.itemsize == 8 else tl.int32
-        else:
-            out_type = dtype.scalar if hasattr(dtype, "scalar") else dtype
+        if result_dtype is SAME:
             result = result.astype(like.handle.data.dtype, copy=False)
-        block = like.type.with_element_ty(out_type) if hasattr(like.type, "with_element_ty") else out_type
-        if not like.type.is_block():
-            block = out_type
+        elif result_dtype != "natural":
+            result = result.astype(result_dtype, copy=False)
+        out_type = getattr(tl, _TRITON_TYPES[result.dtype])
+        block = like.type.with_element_ty(out_type) if like.type.is_block() else out_type
         return tl.tensor(TensorHandle(result, out_type), block)
 
     implementation.__name__ = name
@@ -138,10 +272,8 @@ def _replacements():
         for name, value in list(vars(module).items()):
             if name.startswith("_") or not callable(value) or isinstance(value, (type, types.ModuleType)):
                 continue
-            if name in _UNARY:
-                replacement = _element_wise(name, _UNARY[name], 1)
-            elif name in _BINARY:
-                replacement = _element_wise(name, _BINARY[name], 2)
+            if name in _TABLE:
+                replacement = _element_wise(name, *_TABLE[name])
             else:
                 replacement = _missing(name, triton.__version__)
             functions.setdefault(id(value), replacement)

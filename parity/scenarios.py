@@ -155,6 +155,75 @@ def _matmul():
     return c.cpu().flatten().tolist()
 
 
+@kwsafe
+@triton.jit
+def scalar_to_fp32(out_ptr, eps):
+    tl.store(out_ptr, eps.to(tl.float32) * 2)
+
+
+@kwsafe
+@triton.jit
+def times_scalar(x_ptr, out_ptr, eps):
+    tl.store(out_ptr, tl.load(x_ptr) * eps)
+
+
+@kwsafe
+@triton.jit
+def scalar_width(out_ptr, value):
+    tl.store(out_ptr, value.dtype.primitive_bitwidth)
+
+
+@kwsafe
+@triton.jit
+def annotated_fp16_width(out_ptr, value: tl.float16):
+    tl.store(out_ptr, value.dtype.primitive_bitwidth)
+
+
+@kwsafe
+@triton.jit
+def scalar_times_three(out_ptr, value):
+    tl.store(out_ptr, value * 3)
+
+
+def _stored_float(launch):
+    out = torch.zeros(1, dtype=torch.float32, device=DEVICE)
+    launch(out)
+    if DEVICE == "cuda":
+        torch.cuda.synchronize()
+    return float(out[0])
+
+
+def _fp16_times_scalar():
+    x = torch.ones(1, dtype=torch.float16, device=DEVICE)
+    return _stored_float(lambda o: times_scalar[GRID](x, o, 1.0001))
+
+
+LIBDEVICE_X = [0.1, 0.25, 0.4, 0.5, 0.6, 0.75, 0.8, 0.95]
+LIBDEVICE_Y = [1.5, 2.0, 0.5, 3.0, 1.25, 0.75, 2.5, 1.0]
+
+
+def _libdevice(name):
+    from parity import libdevice_kernels
+
+    def scenario():
+        x = torch.tensor(LIBDEVICE_X, device=DEVICE)
+        y = torch.tensor(LIBDEVICE_Y, device=DEVICE)
+        out = torch.zeros(8, device=DEVICE)
+        getattr(libdevice_kernels, f"ld_{name}")[GRID](x, y, out)
+        return out.cpu().tolist()
+
+    return scenario
+
+
+def _libdevice_scenarios():
+    try:
+        from parity import libdevice_kernels
+    except ImportError:  # no triton.language.extra.libdevice in this Triton
+        return {}
+    names = libdevice_kernels.UNARY + libdevice_kernels.BINARY + libdevice_kernels.TERNARY
+    return {f"libdevice.{name}": _libdevice(name) for name in names}
+
+
 SCENARIOS = {
     "direct keywords": lambda: _stored(lambda o: warps_stages[GRID](o, num_warps=8, num_stages=5)),
     "positional": lambda: _stored(lambda o: warps_stages[GRID](o, 7, 2)),
@@ -192,6 +261,16 @@ SCENARIOS = {
     "list grid": lambda: _stored(lambda o: plain_store[[1]](o, 9)),
     "softmax (x num_warps)": _softmax,
     "matmul (+ num_stages)": _matmul,
+    "float scalar: eps.to(tl.float32) * 2": lambda: _stored_float(lambda o: scalar_to_fp32[GRID](o, 1.25)),
+    "fp16 x * float scalar (fp32 math)": _fp16_times_scalar,
+    "float scalar bit width": lambda: _stored(lambda o: scalar_width[GRID](o, 2.5)),
+    "bool scalar bit width": lambda: _stored(lambda o: scalar_width[GRID](o, True)),
+    "int scalar bit width": lambda: _stored(lambda o: scalar_width[GRID](o, 7)),
+    "int 2**40 scalar bit width": lambda: _stored(lambda o: scalar_width[GRID](o, 2 ** 40)),
+    "annotated tl.float16 scalar bit width": lambda: _stored(lambda o: annotated_fp16_width[GRID](o, 2.0)),
+    "int 1 scalar * 3 (specialised)": lambda: _stored(lambda o: scalar_times_three[GRID](o, 1)),
+    "error: int 1 scalar .dtype (specialised)": lambda: _stored(lambda o: scalar_width[GRID](o, 1)),
+    **_libdevice_scenarios(),
 }
 
 
