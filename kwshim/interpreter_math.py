@@ -235,7 +235,7 @@ def _element_wise(name, numpy_fn, result_dtype):
         elif result_dtype != "natural":
             result = result.astype(result_dtype, copy=False)
         out_type = getattr(tl, _TRITON_TYPES[result.dtype])
-        block = like.type.with_element_ty(out_type) if like.type.is_block() else out_type
+        block = tl.block_type(out_type, list(like.type.shape)) if like.type.is_block() else out_type
         return tl.tensor(TensorHandle(result, out_type), block)
 
     implementation.__name__ = name
@@ -285,8 +285,40 @@ def _replacements():
     return functions, modules
 
 
+def _builder_gaps(builder_class):
+    """(name, replacement) for what the installed ``InterpreterBuilder`` lacks for ``~`` on booleans
+    (3.0-3.1: no ``get_int1_ty``, and ``get_all_ones_value`` refuses int1), probed on the class."""
+    import triton.language as tl
+    from triton.runtime.interpreter import TensorHandle
+
+    gaps = []
+    if not hasattr(builder_class, "get_int1_ty"):
+        gaps.append(("get_int1_ty", lambda self: tl.int1))
+    original = getattr(builder_class, "get_all_ones_value", None)
+    if original is not None:
+        try:
+            original(None, tl.int1)
+        except TypeError:
+            def get_all_ones_value(self, type):
+                if type.scalar == tl.int1:
+                    return TensorHandle(np.full(1, True, dtype=np.bool_), type.scalar)
+                return original(self, type)
+
+            gaps.append(("get_all_ones_value", get_all_ones_value))
+        except Exception:  # noqa: S110  (another failure: not the gap this probe looks for)
+            pass
+    return gaps
+
+
 def install(patches):
-    """Replace every public function of the libdevice modules through ``patches`` (reversible)."""
+    """Replace every public function of the libdevice modules, and fill the interpreter builder's
+    gaps, through ``patches`` (reversible: the switch undoes them)."""
+    from triton.runtime import interpreter
+
+    builder_class = getattr(interpreter, "InterpreterBuilder", None)
+    if builder_class is not None:
+        for name, replacement in _builder_gaps(builder_class):
+            patches.set(builder_class, name, replacement)
     functions, _ = _replacements()
     for module_name in _MODULES:
         module = sys.modules.get(module_name)

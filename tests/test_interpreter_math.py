@@ -113,3 +113,25 @@ def test_a_wrapped_kernel_gets_libdevice_without_the_switch_even_imported_by_nam
     torch.testing.assert_close(out, torch.tanh(x) + torch.rsqrt(x))
     assert imported_tanh is vars(module)["tanh"] and imported_libdevice is module  # globals put back
     assert not kwshim.switch.is_active()
+
+
+@triton.jit
+def invert_mask(x_ptr, out_ptr):
+    offsets = tl.arange(0, 4)
+    mask = tl.load(x_ptr + offsets) > 1
+    tl.store(out_ptr + offsets, (~mask).to(tl.int32))
+
+
+@needs_block_loads
+def test_bitwise_not_of_a_boolean_works_under_the_switch_and_the_builder_is_restored():
+    """3.0's interpreter: 'InterpreterBuilder' object has no attribute 'get_int1_ty' (multi_token_attention)."""
+    from triton.runtime import interpreter
+
+    builder = getattr(interpreter, "InterpreterBuilder", None)
+    before = dict(vars(builder)) if builder is not None else None
+    x, out = torch.tensor([0.0, 1.0, 2.0, 3.0]), torch.zeros(4, dtype=torch.int32)
+    with kwshim.activate():
+        invert_mask[(1,)](x, out)
+    assert out.tolist() == [1, 1, 0, 0]
+    if builder is not None:
+        assert dict(vars(builder)) == before
