@@ -17,6 +17,7 @@ from .errors import TritonNotFoundError
 
 __all__ = ["import_triton", "kernel_classes", "launch_options", "stripped_names", "triton_version", "KernelClasses",
            "walk", "innermost", "compiler_accepts", "pristine_interpreter_methods", "interpreter_restores_patches",
+           "interpreter_shares_launch_state",
            "injected_keywords"]
 
 #: Distributions known to provide the ``triton`` module; a hard requirement on one of them
@@ -166,10 +167,26 @@ def pristine_interpreter_methods():
 
 
 @functools.lru_cache(maxsize=None)
+def interpreter_shares_launch_state() -> bool:
+    """Whether interpreted launches share state, so that two threads launching at once break
+    each other: a module-level builder holding the grid (every release: ``x >= grid_dim[0]`` when
+    grids differ), or ``triton.language`` patched and restored per launch (3.6+). Probed on the
+    installed interpreter module."""
+    import_triton()
+    try:
+        interpreter = importlib.import_module("triton.runtime.interpreter")
+    except ImportError:
+        return False
+    shared_builder = any(hasattr(value, "set_grid_dim") and not isinstance(value, type)
+                         for value in vars(interpreter).values())
+    return shared_builder or interpreter_restores_patches()
+
+
+@functools.lru_cache(maxsize=None)
 def interpreter_restores_patches() -> bool:
     """Whether each interpreted launch patches ``triton.language`` and undoes it afterwards (3.6+,
     PR #8735), which makes overlapping launches in two threads break each other. Earlier
-    releases patch and leave it patched, and need no serialization."""
+    releases patch and leave it patched (their shared builder needs serializing all the same)."""
     import_triton()
     try:
         interpreter = importlib.import_module("triton.runtime.interpreter")

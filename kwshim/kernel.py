@@ -79,7 +79,7 @@ class LaunchPaths:
         declares_injected = bool(plan.names & injected.keys())
         has_hooks = hasattr(kernel, "add_pre_run_hook")
         getitem, method_run = _triton.pristine_interpreter_methods()
-        lock = _LAUNCH_LOCK if _triton.interpreter_restores_patches() else None
+        lock = _LAUNCH_LOCK if _triton.interpreter_shares_launch_state() else None
         bind, fail, keyword_only = plan.fast_bind, plan.fail, plan.has_keyword_only
         arity = -1 if declares_injected else plan.arity
         empty: dict = {}

@@ -39,6 +39,56 @@ def test_eight_threads_store_their_own_reserved_values():
     assert errors == [] and wrong == []
 
 
+@kwsafe
+@triton.jit
+def _program_ids(out_ptr, base, num_warps: tl.constexpr):
+    pid = tl.program_id(0)
+    tl.store(out_ptr + pid, pid + base + num_warps * 0)
+
+
+@triton.jit
+def _program_ids_bare(out_ptr, base, num_warps: tl.constexpr):
+    pid = tl.program_id(0)
+    tl.store(out_ptr + pid, pid + base + num_warps * 0)
+
+
+def _distinct_grids(kernel, launches=200):
+    """8 threads, each launching with its own grid size: (errors, wrong results)."""
+    errors, wrong = [], []
+
+    def worker(thread):
+        size = thread + 1
+        for i in range(launches):
+            out = torch.full((size,), -1, dtype=torch.int32)
+            try:
+                kernel[(size,)](out, 1000 * thread + i, num_warps=4)
+            except Exception as exc:  # collected and asserted below
+                errors.append(repr(exc)[:200])
+                continue
+            if out.tolist() != [1000 * thread + i + p for p in range(size)]:
+                wrong.append((thread, i, out.tolist()))
+
+    threads = [threading.Thread(target=worker, args=(t,)) for t in range(8)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    return errors, wrong
+
+
+def test_eight_threads_with_distinct_grids_under_kwsafe_all_store_right():
+    errors, wrong = _distinct_grids(_program_ids)
+    assert errors == [] and wrong[:3] == []
+
+
+def test_eight_threads_with_distinct_grids_under_the_switch_all_store_right():
+    import kwshim
+
+    with kwshim.activate():
+        errors, wrong = _distinct_grids(_program_ids_bare)
+    assert errors == [] and wrong[:3] == []
+
+
 def _overlapping_launches(first, second):
     """Overlap two launches so that `first` finishes while `second` is inside the interpreter
     (a grid callable runs while triton.language is patched); return the errors raised.
