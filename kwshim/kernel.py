@@ -144,6 +144,8 @@ class LaunchPaths:
         def launcher_for(grid):
             if type(grid) is list:  # compiled Triton launches a list grid; the interpreter cannot
                 grid = tuple(grid)
+            elif callable(grid):
+                grid = _tuple_grid(grid)
 
             def launcher(*args, **kwargs):
                 if not kwargs and len(args) == arity and not (has_hooks and kernel.pre_run_hooks):
@@ -168,6 +170,8 @@ class LaunchPaths:
         def run(*args, grid, warmup, **kwargs):
             if type(grid) is list:
                 grid = tuple(grid)
+            elif callable(grid):
+                grid = _tuple_grid(grid)
             if warmup:  # compiled Triton compiles without launching: bind and check only
                 bind_checked(args, with_injected(kwargs))
                 return None
@@ -182,6 +186,16 @@ class LaunchPaths:
                 return run(*args, grid=grid, warmup=warmup, **kwargs)
 
             self.run = lenient_run
+
+
+def _tuple_grid(grid):
+    """A grid callable whose list result launches, as compiled Triton launches it."""
+
+    def as_tuple(meta):
+        result = grid(meta)
+        return tuple(result) if type(result) is list else result
+
+    return as_tuple
 
 
 def _raw_launch(kernel, getitem, method_run, lock):

@@ -10,7 +10,8 @@ Choices, documented for users:
 - **Nesting**: handles stack. The innermost active handle's policy is in force; deactivating
   it restores the enclosing one's. Deactivating out of order is allowed; Triton is restored
   when no handle is left.
-- **Double deactivation** is a no-op.
+- **Double deactivation** is a no-op; entering a deactivated handle (a second ``with handle:``)
+  raises ``RuntimeError``: call ``activate()`` again.
 - **Threads**: the switch is process-wide (Triton's classes are), not per thread; activation
   and deactivation are serialized by a lock. Activate before starting threads that launch.
 - In compiled mode nothing changes: every patched path hands compiled kernels to Triton's own code.
@@ -73,6 +74,9 @@ class Handle:
                 _PATCHES = None
 
     def __enter__(self):
+        if not self.active:  # a second `with` on a spent handle would silently switch nothing on
+            raise RuntimeError("kwshim: this switch handle was deactivated; call kwshim.activate() again "
+                               "for a new one")
         return self
 
     def __exit__(self, *exc_info):

@@ -141,6 +141,13 @@ def test_a_list_grid_launches(out):
     assert stored(out) == 8
 
 
+def test_a_grid_callable_returning_a_list_launches(out):
+    kernels.plain_store[lambda meta: [1]](out, 7)
+    assert stored(out) == 7
+    kernels.plain_store.run(out, 6, grid=lambda meta: [1], warmup=False)
+    assert stored(out) == 6
+
+
 def test_pre_run_hooks_receive_what_compiled_triton_gives_them(out):
     kernel = store_kernel(["a"], "a + 40", wrap=False)
     if not hasattr(kernel, "add_pre_run_hook"):

@@ -159,6 +159,17 @@ def test_triton_is_exactly_as_before_activation_after_deactivation():
     assert changed == "[]"
 
 
+def test_entering_a_deactivated_handle_again_is_refused():
+    handle = kwshim.activate()
+    with handle:
+        assert switch.is_active()
+    assert not switch.is_active()
+    with pytest.raises(RuntimeError, match="handle was deactivated; call kwshim.activate"):
+        with handle:
+            pass
+    assert not switch.is_active()
+
+
 # -- autotune on the CPU ------------------------------------------------------------------------
 
 def three_configs():
