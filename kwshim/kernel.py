@@ -287,10 +287,25 @@ def fix_in_place(kernel) -> bool:
     does, so that every reference to it is fixed. Returns False if it already was."""
     if is_fixed_in_place(kernel):
         return False
-    paths_of(kernel)  # refuse a signature kwsafe cannot bind before changing anything
+    try:
+        paths_of(kernel)  # refuse a signature kwsafe cannot bind before changing anything
+    except UnsupportedSignatureError:
+        if not _keyword_only_without_variadics(kernel.fn):
+            raise
+        # keyword-only parameters the installed compiler refuses: fixed all the same, so that every
+        # launch is refused as @kwsafe refuses it (``paths_of`` raises at each launch), never a
+        # silent default
     base: Any = type(kernel)
     kernel.__class__ = _fixed_class(base)
     return True
+
+
+def _keyword_only_without_variadics(fn) -> bool:
+    import inspect
+
+    kinds = {parameter.kind for parameter in inspect.signature(fn).parameters.values()}
+    return (inspect.Parameter.KEYWORD_ONLY in kinds
+            and not kinds & {inspect.Parameter.VAR_POSITIONAL, inspect.Parameter.VAR_KEYWORD})
 
 
 def is_fixed_in_place(kernel) -> bool:

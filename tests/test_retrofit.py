@@ -7,7 +7,7 @@ import pytest
 import torch
 import triton
 
-from kwshim import KwsafeKernel, PlacementError, kwsafe, kwsafe_module
+from kwshim import KwsafeKernel, PlacementError, UnsupportedSignatureError, kwsafe, kwsafe_module
 from kwshim.kernel import is_fixed_in_place
 
 from .kernels import needs_block_loads
@@ -72,13 +72,33 @@ def test_a_stack_without_a_kernel_is_refused(library):
 def test_kwsafe_module_fixes_every_kernel_and_says_which(library):
     with pytest.warns(UserWarning, match="skipped 1 kernel"):
         fixed = kwsafe_module(library)
-    assert sorted(fixed) == ["_plain_kernel", "_reserved_default_kernel", "_scale_kernel", "_stages_kernel"]
+    assert sorted(fixed) == ["_keyword_only_kernel", "_plain_kernel", "_reserved_default_kernel", "_scale_kernel",
+                             "_stages_kernel"]
     assert list(fixed.skipped) == ["add_all"] and "declares *xs" in fixed.skipped["add_all"]
     assert library.stages(9) == 92
     assert isinstance(library._scale_kernel.fn, KwsafeKernel)
     assert is_fixed_in_place(library._plain_kernel)
     with pytest.warns(UserWarning):
         assert kwsafe_module(library) == []
+
+
+def test_kwsafe_module_leaves_no_keyword_only_kernel_launching_with_its_default(library):
+    """Fixed in place all the same: refused at launch where the compiler refuses keyword-only
+    parameters (before 3.9), bound where it accepts them."""
+    import torch
+
+    from kwshim import _triton
+
+    with pytest.warns(UserWarning):
+        kwsafe_module(library)
+    out = torch.zeros(1, dtype=torch.int32)
+    if "keyword_only" in _triton.compiler_accepts():
+        library._keyword_only_kernel[(1,)](out, num_warps=4)
+        assert int(out[0]) == 4
+    else:
+        with pytest.raises(UnsupportedSignatureError, match="num_warps"):
+            library._keyword_only_kernel[(1,)](out, num_warps=4)
+        assert int(out[0]) == 0
 
 
 def test_kwsafe_module_needs_a_module():
