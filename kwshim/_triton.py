@@ -284,6 +284,27 @@ def interpreter_requested() -> bool:
     return os.environ.get("TRITON_INTERPRET", "0").strip().lower() in ("1", "true", "yes", "on")
 
 
+def ignored_interpret_hint(interpreted: bool, version: str) -> Optional[str]:
+    """One line of advice when ``TRITON_INTERPRET`` asks for the interpreter with a spelling the
+    installed Triton ignores (up to 3.3 only ``1`` turns it on): ``interpreted`` is whether
+    ``triton.jit`` made an interpreter kernel in this environment, ``version`` the Triton release."""
+    value = os.environ.get("TRITON_INTERPRET", "")
+    if interpreted or not interpreter_requested() or value.strip() == "1":
+        return None
+    return (f"TRITON_INTERPRET={value} leaves the interpreter off with Triton {version} (it reads only "
+            f"TRITON_INTERPRET=1): set TRITON_INTERPRET=1")
+
+
+def _mode_probe(x_ptr):
+    pass
+
+
+def jit_makes_interpreted() -> bool:
+    """Whether ``triton.jit`` makes interpreter kernels in this process's environment (probed)."""
+    triton = import_triton()
+    return is_interpreted(triton.jit(_mode_probe))
+
+
 @functools.lru_cache(maxsize=None)
 def launch_options() -> frozenset:
     """Every keyword the installed Triton accepts as a launch option rather than a kernel argument.

@@ -20,7 +20,18 @@ def main(argv=None):
     check.add_argument("--format", choices=("text", "json"), default="text")
     doctor = commands.add_parser("doctor", help="probe this environment's Triton interpreter")
     doctor.add_argument("--json", action="store_true", help="machine-readable output")
-    run = commands.add_parser("run", help="run a script or module with the switch on (kwshim.activate)")
+    run = commands.add_parser(
+        "run", help="run a script or module with the switch on (kwshim.activate)",
+        usage="kwshim run [--autotune POLICY] [--rtol R] [--atol A] [--no-equal-nan] (SCRIPT | -m MODULE) [ARGS ...]",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        description="Run SCRIPT (or MODULE) as python would, with the switch on: every interpreted kernel binds\n"
+                    "its launches as under @kwsafe and every autotuner tunes on the CPU. Sets TRITON_INTERPRET=1\n"
+                    "when it is unset. ARGS, everything after SCRIPT or MODULE ('--' included), are the target's.",
+        epilog="autotune policies:\n"
+               "  first   no tuning: the first Config that survives pruning runs\n"
+               "  all     each Config runs once with the autotuner's own hooks, nothing restored (as on a GPU)\n"
+               "  verify  all, plus: every Config from one snapshot must agree (ConfigDivergenceError), and the\n"
+               "          tuned launch must leave what one clean launch leaves (AutotuneSideEffectError)")
     run.add_argument("--autotune", choices=("first", "all", "verify"), default="all",
                      help="autotune policy for interpreted autotuners (default: all)")
     run.add_argument("--rtol", type=float, default=1e-05, help="verify: relative tolerance for floats (default 1e-05)")
@@ -29,22 +40,64 @@ def main(argv=None):
                      help="verify: NaN in the same place counts as a difference (by default it agrees)")
     run.add_argument("-m", dest="module", action="store_true", help="run a module, as python -m")
     run.add_argument("target", metavar="SCRIPT|MODULE")
-    run.add_argument("args", nargs=argparse.REMAINDER, metavar="ARGS")
+    argv = list(sys.argv[1:] if argv is None else argv)
+    target_args: list = []
+    if argv and argv[0] == "run":
+        own, target_args = _split_run(argv[1:])
+        argv = ["run", *own]
     options = parser.parse_args(argv)
     if options.command == "run":
-        from .runner import run_target
-
-        try:
-            from .autotune import Settings
-
-            Settings(options.autotune, options.rtol, options.atol, options.equal_nan)
-        except ValueError as exc:
-            parser.error(str(exc))  # exits with status 2
-        return run_target(options.target, options.args, module=options.module, policy=options.autotune,
-                          rtol=options.rtol, atol=options.atol, equal_nan=options.equal_nan)
+        return _run(options, target_args, run)
     if options.command == "check":
         return _check(options, parser)
     return _doctor(options)
+
+
+#: ``kwshim run``'s own options that take a value
+_RUN_VALUED = ("--autotune", "--rtol", "--atol")
+
+
+def _split_run(argv):
+    """``kwshim run``'s arguments: (its own options and the target, the target's arguments
+    verbatim), as python splits ``python [options] script args``: ``--`` after the target is the
+    target's."""
+    index = 0
+    while index < len(argv):
+        token = argv[index]
+        if token == "--":  # the target follows
+            return argv[:index] + argv[index + 1:index + 2], argv[index + 2:]
+        if token in _RUN_VALUED:
+            index += 2
+        elif token.startswith("-") and token != "-":
+            index += 1
+        else:
+            return argv[:index + 1], argv[index + 1:]
+    return argv, []
+
+
+def _run(options, target_args, parser):
+    import importlib.util
+
+    from .autotune import Settings
+    from .runner import run_target
+
+    try:
+        Settings(options.autotune, options.rtol, options.atol, options.equal_nan)
+    except ValueError as exc:
+        parser.error(str(exc))  # exits with status 2
+    if options.module:
+        try:
+            found = importlib.util.find_spec(options.target) is not None
+        except (ImportError, ValueError):
+            found = False
+        if not found:
+            print(f"kwshim run: no module named {options.target!r}", file=sys.stderr)
+            return 2
+    elif not os.path.isfile(options.target):
+        print(f"kwshim run: no such file: {options.target!r}", file=sys.stderr)
+        return 2
+    return run_target(options.target, target_args, module=options.module, policy=options.autotune,
+                      rtol=options.rtol, atol=options.atol, equal_nan=options.equal_nan)
 
 
 def _check(options, parser):

@@ -13,6 +13,7 @@ import subprocess
 import sys
 
 from ._probe import PROBES
+from ._triton import ignored_interpret_hint
 
 __all__ = ["diagnose", "render", "run_probe"]
 
@@ -41,6 +42,10 @@ def diagnose():
         report["advice"].append("torch is not installed: the live probes need it (skipped)")
         return report
     report["interpreter_mode"] = _interpreter_mode()
+    mode = report["interpreter_mode"]
+    hint = None if mode["on"] is None else ignored_interpret_hint(mode["on"], report["triton"]["version"])
+    if hint:
+        report["advice"].append(hint)
     probes, error = run_probe()
     report["probes"] = probes
     if error:
@@ -146,7 +151,12 @@ def render(report):
         lines.append("")
         lines.extend(f"- {advice}" for advice in report["advice"])
     lines.append("")
-    lines.append("environment: BROKEN" if report["broken"] else "environment: usable")
+    if report["broken"]:
+        lines.append("environment: BROKEN")
+    elif any(advice.startswith("TRITON_INTERPRET=") for advice in report["advice"]):
+        lines.append("environment: usable once TRITON_INTERPRET=1 is set")
+    else:
+        lines.append("environment: usable")
     return "\n".join(lines)
 
 

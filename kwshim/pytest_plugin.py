@@ -72,7 +72,10 @@ def pytest_load_initial_conftests(early_config, parser, args):
     if not _wanted(early_config):
         return
     os.environ.setdefault("TRITON_INTERPRET", "1")
+    from .runner import warn_if_interpret_is_ignored
     from .switch import activate
+
+    warn_if_interpret_is_ignored()
 
     try:
         handle = activate(autotune=_policy(early_config), **_tolerances(early_config))

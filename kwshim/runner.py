@@ -2,7 +2,8 @@
 
 Modelled on ``coverage run``: the target runs through ``runpy`` as ``__main__``, with its own
 ``sys.argv`` and ``sys.path[0]``, and its exit status is the process's. ``TRITON_INTERPRET=1`` is
-set when unset, before anything imports Triton.
+set when unset, before anything imports Triton; a spelling the installed Triton ignores
+(``TRITON_INTERPRET=true`` up to 3.3) is named on stderr at start-up.
 """
 
 import os
@@ -10,7 +11,19 @@ import runpy
 import sys
 from typing import List, Optional
 
-__all__ = ["run_target"]
+__all__ = ["run_target", "warn_if_interpret_is_ignored"]
+
+
+def warn_if_interpret_is_ignored() -> None:
+    """One line on stderr when TRITON_INTERPRET asks for the interpreter in a spelling the installed
+    Triton ignores (``true`` up to 3.3): the run would otherwise fail with '0 active drivers'."""
+    from . import _triton
+
+    if not _triton.interpreter_requested() or os.environ.get("TRITON_INTERPRET", "").strip() == "1":
+        return
+    hint = _triton.ignored_interpret_hint(_triton.jit_makes_interpreted(), _triton.triton_version())
+    if hint:
+        print(f"kwshim: {hint}", file=sys.stderr, flush=True)
 
 
 def run_target(target: str, args: List[str], module: bool = False, policy: str = "all",
@@ -19,6 +32,7 @@ def run_target(target: str, args: List[str], module: bool = False, policy: str =
     with ``sys.argv`` = ``[target, *args]`` and the switch on under ``policy`` (``tolerances``:
     ``rtol``, ``atol``, ``equal_nan`` of ``kwshim.activate``)."""
     os.environ.setdefault("TRITON_INTERPRET", "1")
+    warn_if_interpret_is_ignored()
     from .switch import activate
 
     handle = activate(autotune=policy, **tolerances)

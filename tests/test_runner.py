@@ -77,6 +77,39 @@ def test_kwshim_run_refuses_a_negative_tolerance_with_status_2(tmp_path):
     assert done.returncode == 2 and "atol must be a number >= 0" in done.stderr and "ran" not in done.stdout
 
 
+def test_kwshim_run_passes_everything_after_the_script_verbatim_as_python_does(tmp_path):
+    (tmp_path / "argv.py").write_text("import sys\nprint(sys.argv[1:])\n")
+    done = kwshim("run", "argv.py", "--", "x", "--rtol", "3", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "['--', 'x', '--rtol', '3']" in done.stdout
+
+
+@pytest.mark.parametrize("args, message", [
+    (["missing.py"], "kwshim run: no such file: 'missing.py'"),
+    (["-m", "no_such_module_here"], "kwshim run: no module named 'no_such_module_here'"),
+])
+def test_kwshim_run_names_a_missing_target_in_one_line_with_status_2(tmp_path, args, message):
+    done = kwshim("run", *args, cwd=tmp_path)
+    assert done.returncode == 2 and done.stderr.strip() == message
+
+
+def test_kwshim_run_help_explains_the_policies_and_triton_interpret(tmp_path):
+    done = kwshim("run", "--help", cwd=tmp_path)
+    assert done.returncode == 0
+    assert "usage: kwshim run [--autotune POLICY]" in done.stdout and "(SCRIPT | -m MODULE) [ARGS ...]" in done.stdout
+    assert "TRITON_INTERPRET=1" in done.stdout and "AutotuneSideEffectError" in done.stdout
+
+
+def test_an_ignored_triton_interpret_spelling_is_named_at_start_up(tmp_path):
+    (tmp_path / "mode.py").write_text(
+        "import triton\n\ndef f(x):\n    pass\n\nprint(type(triton.jit(f)).__name__)\n")
+    done = subprocess.run([sys.executable, "-m", "kwshim", "run", "mode.py"], capture_output=True, text=True,
+                          cwd=tmp_path, env=environment(TRITON_INTERPRET="true"), timeout=300)
+    hinted = "TRITON_INTERPRET=true leaves the interpreter off" in done.stderr and "set TRITON_INTERPRET=1" in done.stderr
+    interpreted = "InterpretedFunction" in done.stdout
+    assert hinted != interpreted, (done.stdout, done.stderr[-1000:])  # the hint exactly where it is off
+
+
 PLUGIN_TEST = textwrap.dedent("""
     import os
     from kwshim import switch
