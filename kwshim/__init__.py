@@ -4,8 +4,8 @@
 """
 
 from .decorator import kwsafe
-from .errors import (AutotuneSideEffectError, ConfigDivergenceError, LaunchArgumentError, LaunchOptionError, PlacementError,
-                     TritonNotFoundError, UnknownLaunchKeywordError, UnsupportedSignatureError,
+from .errors import (AutotuneSideEffectError, ConfigDivergenceError, LaunchArgumentError, LaunchOptionError,
+                     PlacementError, TritonNotFoundError, UnknownLaunchKeywordError, UnsupportedSignatureError,
                      UnsupportedTritonError)
 from .kernel import KwsafeKernel
 from .options import get_target, set_target

@@ -20,6 +20,11 @@ replaces only what needs a GPU, for autotuners over interpreted kernels:
 same snapshot and is compared with the first before any post-hook restores anything
 (``ConfigDivergenceError``), and the tuned launch is compared with one clean launch of the chosen
 Config (``AutotuneSideEffectError``). kwshim writes only into tensors a kernel changed.
+
+Compiled autotuners (a GPU) are Triton's own under ``first`` and ``all``. Under ``verify`` they get
+the same two checks: before Triton's benchmarker times a Config, the Config runs once from the
+snapshot and is compared; timing still picks the Config; the tuned launch is compared with one
+clean launch. That is one extra launch per Config, plus one.
 """
 
 import inspect
@@ -82,11 +87,13 @@ class Timing(float):
 class _Round:
     """One tuning of one autotuner for one key (``verification`` is set under ``verify``)."""
 
-    def __init__(self, autotuner, settings):
+    def __init__(self, autotuner, settings, compiled=False):
         self.autotuner, self.settings = autotuner, settings
         self.first = settings.policy == "first"
+        self.compiled = compiled  #: a compiled autotuner under ``verify``: Triton's benchmarker times
         self.order = 0  #: the position of the next Config benchmarked
         self.verification: Optional[_Verification] = None
+        self.real_bench: Any = None  #: compiled: the benchmarker the autotuner would have used
 
     def next_order(self):
         order = self.order
@@ -239,6 +246,25 @@ class _Verification:
             raise
         return elapsed
 
+    def check_config(self, kernel_call):
+        """Compiled mode: run the Config once from the snapshot, compare it, and put the tensors
+        back where the Configs before it left them, for Triton's benchmarker to time it there."""
+        before = State(self.snapshot.tensors)
+        self.snapshot.put()
+        self.capturing, self.captured = True, None
+        try:
+            kernel_call()
+            if self.captured is None:
+                self.capture()
+            self.compare(self.config, self.captured)
+        except (ConfigDivergenceError, AutotuneSideEffectError):
+            raise
+        except BaseException:
+            self.capturing = False
+            before.put()
+            raise
+        before.put()
+
     def compare(self, config, results):
         if self.reference is None:
             self.reference = (config, results)
@@ -314,11 +340,17 @@ def _rounds():
 
 def cpu_bench(kernel_call, quantiles=None, **ignored):
     """The benchmarker of interpreted autotuners (``all``/``verify``; ``first`` never benchmarks):
-    run the Config once, and return its CPU time, ordered by position."""
+    run the Config once, and return its CPU time, ordered by position. For a compiled autotuner
+    under ``verify``: check the Config from the snapshot, then time it with Triton's own benchmarker."""
     rounds = _rounds()
     if not rounds:
         return _gpu_bench(kernel_call, quantiles, **ignored)
     current = rounds[-1]
+    if current.compiled:
+        if current.verification is not None:
+            current.verification.check_config(kernel_call)
+        real = current.real_bench or (lambda call, quantiles=None, **kw: _gpu_bench(call, quantiles, **kw))
+        return real(kernel_call, quantiles=quantiles, **ignored)
     order = current.next_order()
     if current.verification is not None:
         elapsed = current.verification.run_config(kernel_call)
@@ -364,9 +396,11 @@ def install(patches, settings_now):
         original_init(self, fn, *args, **kwargs)
 
     def run(self, *args, **kwargs):
-        if not _triton.is_interpreted(self):
-            return original_run(self, *args, **kwargs)
         settings = settings_now()
+        if not _triton.is_interpreted(self):  # compiled: Triton's own, except under verify
+            if settings.policy != "verify":
+                return original_run(self, *args, **kwargs)
+            return _verified_run(self, settings, args, kwargs, compiled=True)
         if settings.policy == "verify":
             return _verified_run(self, settings, args, kwargs)
         rounds = _rounds()
@@ -376,14 +410,14 @@ def install(patches, settings_now):
         finally:
             rounds.pop()
 
-    def _verified_run(self, settings, args, kwargs):
+    def _verified_run(self, settings, args, kwargs, compiled=False):
         verified = _VERIFIED.setdefault(self, set())
         # A key tuned under another policy is tuned again: set aside while this launch runs.
         unverified = {key: config for key, config in self.cache.items() if key not in verified}
         for key in unverified:
             del self.cache[key]
         known = set(self.cache)
-        current = _Round(self, settings)
+        current = _Round(self, settings, compiled)
         rounds = _rounds()
         rounds.append(current)
         tuned = set()
@@ -425,6 +459,8 @@ def install(patches, settings_now):
         # 3.2+: the instance's benchmarker, for this call only (verify: also the post-hook)
         swapped = ("do_bench",) if verification is None else ("do_bench", "post_hook")
         saved = [(name, self.__dict__.get(name, _ABSENT)) for name in swapped]
+        if current.compiled and current.real_bench is None and hasattr(type(self), "do_bench"):
+            current.real_bench = self.do_bench  # what Triton would time with (3.2+)
         self.__dict__["do_bench"] = cpu_bench
         if verification is not None:
             self.__dict__["post_hook"] = _capturing(verification, getattr(self, "post_hook", None))
@@ -433,7 +469,7 @@ def install(patches, settings_now):
         except (ConfigDivergenceError, AutotuneSideEffectError):
             raise
         except Exception as exc:
-            if _failed_static_assert(exc):  # compiled Triton: CompileTimeAssertionFailure, time inf
+            if not current.compiled and _failed_static_assert(exc):  # compiled: CompileTimeAssertionFailure
                 return list(_INFINITE)
             _add_note(exc, f"kwshim: raised while autotuning {_kernel_name(self)} on the CPU with Config {config} "
                            f"(policy {current.settings.policy!r})")
@@ -483,7 +519,11 @@ def _capturing(verification, post_hook):
 
 def _module_bench(original):
     def bench(kernel_call, *args, quantiles=None, **kwargs):
-        if _rounds():
+        rounds = _rounds()
+        if rounds:
+            if rounds[-1].compiled and rounds[-1].real_bench is None:
+                rounds[-1].real_bench = lambda call, quantiles=None, **kw: original(call, *args, quantiles=quantiles,
+                                                                                    **kwargs)
             return cpu_bench(kernel_call, quantiles=quantiles)
         return original(kernel_call, *args, quantiles=quantiles, **kwargs)
 

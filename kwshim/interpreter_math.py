@@ -227,7 +227,8 @@ def _element_wise(name, numpy_fn, result_dtype):
         arrays = []
         for a in args:
             value = a.value if isinstance(a, tl.constexpr) else a
-            arrays.append(value.handle.data if isinstance(value, tl.tensor) else np.asarray(value, like.handle.data.dtype))
+            arrays.append(value.handle.data if isinstance(value, tl.tensor)
+                          else np.asarray(value, like.handle.data.dtype))
         with np.errstate(all="ignore"):
             result = np.asarray(numpy_fn(*np.broadcast_arrays(*arrays)))
         if result_dtype is SAME:

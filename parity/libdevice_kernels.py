@@ -9,9 +9,19 @@ from triton.language.extra import libdevice
 
 from kwshim import kwsafe
 
-UNARY = ['tanh', 'rsqrt', 'erf', 'erfc', 'exp', 'exp2', 'exp10', 'expm1', 'log', 'log2', 'log10', 'log1p', 'sqrt', 'cbrt', 'rcbrt', 'sin', 'cos', 'tan', 'asin', 'acos', 'atan', 'sinh', 'cosh', 'asinh', 'atanh', 'floor', 'ceil', 'trunc', 'rint', 'round', 'fast_expf', 'fast_logf', 'erfinv', 'normcdf', 'normcdfinv', 'lgamma', 'tgamma', 'j0', 'j1', 'y0', 'y1', 'cyl_bessel_i0', 'cyl_bessel_i1', 'logb', 'sinpi', 'cospi', 'saturatef', 'isnan', 'isinf', 'signbit', 'ilogb', 'llrint', 'float2int_rn', 'float2int_rz', 'float_as_int']
-BINARY = ['pow', 'atan2', 'fmod', 'hypot', 'copysign', 'fdim', 'div_rn', 'remainder', 'rhypot']
-TERNARY = ['fma', 'norm3d']
+UNARY = [
+    'tanh', 'rsqrt', 'erf', 'erfc', 'exp', 'exp2', 'exp10', 'expm1', 'log', 'log2', 'log10', 'log1p', 'sqrt',
+    'cbrt', 'rcbrt', 'sin', 'cos', 'tan', 'asin', 'acos', 'atan', 'sinh', 'cosh', 'asinh', 'atanh', 'floor',
+    'ceil', 'trunc', 'rint', 'round', 'fast_expf', 'fast_logf', 'erfinv', 'normcdf', 'normcdfinv', 'lgamma',
+    'tgamma', 'j0', 'j1', 'y0', 'y1', 'cyl_bessel_i0', 'cyl_bessel_i1', 'logb', 'sinpi', 'cospi', 'saturatef',
+    'isnan', 'isinf', 'signbit', 'ilogb', 'llrint', 'float2int_rn', 'float2int_rz', 'float_as_int',
+]
+BINARY = [
+    'pow', 'atan2', 'fmod', 'hypot', 'copysign', 'fdim', 'div_rn', 'remainder', 'rhypot',
+]
+TERNARY = [
+    'fma', 'norm3d',
+]
 
 
 @kwsafe
@@ -19,7 +29,6 @@ TERNARY = ['fma', 'norm3d']
 def ld_tanh(x_ptr, y_ptr, out_ptr):
     offsets = tl.arange(0, 8)
     x = tl.load(x_ptr + offsets)
-    y = tl.load(y_ptr + offsets)
     tl.store(out_ptr + offsets, libdevice.tanh(x).to(tl.float32))
 
 
@@ -28,7 +37,6 @@ def ld_tanh(x_ptr, y_ptr, out_ptr):
 def ld_rsqrt(x_ptr, y_ptr, out_ptr):
     offsets = tl.arange(0, 8)
     x = tl.load(x_ptr + offsets)
-    y = tl.load(y_ptr + offsets)
     tl.store(out_ptr + offsets, libdevice.rsqrt(x).to(tl.float32))
 
 
@@ -37,7 +45,6 @@ def ld_rsqrt(x_ptr, y_ptr, out_ptr):
 def ld_erf(x_ptr, y_ptr, out_ptr):
     offsets = tl.arange(0, 8)
     x = tl.load(x_ptr + offsets)
-    y = tl.load(y_ptr + offsets)
     tl.store(out_ptr + offsets, libdevice.erf(x).to(tl.float32))
 
 
@@ -46,7 +53,6 @@ def ld_erf(x_ptr, y_ptr, out_ptr):
 def ld_erfc(x_ptr, y_ptr, out_ptr):
     offsets = tl.arange(0, 8)
     x = tl.load(x_ptr + offsets)
-    y = tl.load(y_ptr + offsets)
     tl.store(out_ptr + offsets, libdevice.erfc(x).to(tl.float32))
 
 
@@ -55,7 +61,6 @@ def ld_erfc(x_ptr, y_ptr, out_ptr):
 def ld_exp(x_ptr, y_ptr, out_ptr):
     offsets = tl.arange(0, 8)
     x = tl.load(x_ptr + offsets)
-    y = tl.load(y_ptr + offsets)
     tl.store(out_ptr + offsets, libdevice.exp(x).to(tl.float32))
 
 
@@ -64,7 +69,6 @@ def ld_exp(x_ptr, y_ptr, out_ptr):
 def ld_exp2(x_ptr, y_ptr, out_ptr):
     offsets = tl.arange(0, 8)
     x = tl.load(x_ptr + offsets)
-    y = tl.load(y_ptr + offsets)
     tl.store(out_ptr + offsets, libdevice.exp2(x).to(tl.float32))
 
 
@@ -73,7 +77,6 @@ def ld_exp2(x_ptr, y_ptr, out_ptr):
 def ld_exp10(x_ptr, y_ptr, out_ptr):
     offsets = tl.arange(0, 8)
     x = tl.load(x_ptr + offsets)
-    y = tl.load(y_ptr + offsets)
     tl.store(out_ptr + offsets, libdevice.exp10(x).to(tl.float32))
 
 
@@ -82,7 +85,6 @@ def ld_exp10(x_ptr, y_ptr, out_ptr):
 def ld_expm1(x_ptr, y_ptr, out_ptr):
     offsets = tl.arange(0, 8)
     x = tl.load(x_ptr + offsets)
-    y = tl.load(y_ptr + offsets)
     tl.store(out_ptr + offsets, libdevice.expm1(x).to(tl.float32))
 
 
@@ -91,7 +93,6 @@ def ld_expm1(x_ptr, y_ptr, out_ptr):
 def ld_log(x_ptr, y_ptr, out_ptr):
     offsets = tl.arange(0, 8)
     x = tl.load(x_ptr + offsets)
-    y = tl.load(y_ptr + offsets)
     tl.store(out_ptr + offsets, libdevice.log(x).to(tl.float32))
 
 
@@ -100,7 +101,6 @@ def ld_log(x_ptr, y_ptr, out_ptr):
 def ld_log2(x_ptr, y_ptr, out_ptr):
     offsets = tl.arange(0, 8)
     x = tl.load(x_ptr + offsets)
-    y = tl.load(y_ptr + offsets)
     tl.store(out_ptr + offsets, libdevice.log2(x).to(tl.float32))
 
 
@@ -109,7 +109,6 @@ def ld_log2(x_ptr, y_ptr, out_ptr):
 def ld_log10(x_ptr, y_ptr, out_ptr):
     offsets = tl.arange(0, 8)
     x = tl.load(x_ptr + offsets)
-    y = tl.load(y_ptr + offsets)
     tl.store(out_ptr + offsets, libdevice.log10(x).to(tl.float32))
 
 
@@ -118,7 +117,6 @@ def ld_log10(x_ptr, y_ptr, out_ptr):
 def ld_log1p(x_ptr, y_ptr, out_ptr):
     offsets = tl.arange(0, 8)
     x = tl.load(x_ptr + offsets)
-    y = tl.load(y_ptr + offsets)
     tl.store(out_ptr + offsets, libdevice.log1p(x).to(tl.float32))
 
 
@@ -127,7 +125,6 @@ def ld_log1p(x_ptr, y_ptr, out_ptr):
 def ld_sqrt(x_ptr, y_ptr, out_ptr):
     offsets = tl.arange(0, 8)
     x = tl.load(x_ptr + offsets)
-    y = tl.load(y_ptr + offsets)
     tl.store(out_ptr + offsets, libdevice.sqrt(x).to(tl.float32))
 
 
@@ -136,7 +133,6 @@ def ld_sqrt(x_ptr, y_ptr, out_ptr):
 def ld_cbrt(x_ptr, y_ptr, out_ptr):
     offsets = tl.arange(0, 8)
     x = tl.load(x_ptr + offsets)
-    y = tl.load(y_ptr + offsets)
     tl.store(out_ptr + offsets, libdevice.cbrt(x).to(tl.float32))
 
 
@@ -145,7 +141,6 @@ def ld_cbrt(x_ptr, y_ptr, out_ptr):
 def ld_rcbrt(x_ptr, y_ptr, out_ptr):
     offsets = tl.arange(0, 8)
     x = tl.load(x_ptr + offsets)
-    y = tl.load(y_ptr + offsets)
     tl.store(out_ptr + offsets, libdevice.rcbrt(x).to(tl.float32))
 
 
@@ -154,7 +149,6 @@ def ld_rcbrt(x_ptr, y_ptr, out_ptr):
 def ld_sin(x_ptr, y_ptr, out_ptr):
     offsets = tl.arange(0, 8)
     x = tl.load(x_ptr + offsets)
-    y = tl.load(y_ptr + offsets)
     tl.store(out_ptr + offsets, libdevice.sin(x).to(tl.float32))
 
 
@@ -163,7 +157,6 @@ def ld_sin(x_ptr, y_ptr, out_ptr):
 def ld_cos(x_ptr, y_ptr, out_ptr):
     offsets = tl.arange(0, 8)
     x = tl.load(x_ptr + offsets)
-    y = tl.load(y_ptr + offsets)
     tl.store(out_ptr + offsets, libdevice.cos(x).to(tl.float32))
 
 
@@ -172,7 +165,6 @@ def ld_cos(x_ptr, y_ptr, out_ptr):
 def ld_tan(x_ptr, y_ptr, out_ptr):
     offsets = tl.arange(0, 8)
     x = tl.load(x_ptr + offsets)
-    y = tl.load(y_ptr + offsets)
     tl.store(out_ptr + offsets, libdevice.tan(x).to(tl.float32))
 
 
@@ -181,7 +173,6 @@ def ld_tan(x_ptr, y_ptr, out_ptr):
 def ld_asin(x_ptr, y_ptr, out_ptr):
     offsets = tl.arange(0, 8)
     x = tl.load(x_ptr + offsets)
-    y = tl.load(y_ptr + offsets)
     tl.store(out_ptr + offsets, libdevice.asin(x).to(tl.float32))
 
 
@@ -190,7 +181,6 @@ def ld_asin(x_ptr, y_ptr, out_ptr):
 def ld_acos(x_ptr, y_ptr, out_ptr):
     offsets = tl.arange(0, 8)
     x = tl.load(x_ptr + offsets)
-    y = tl.load(y_ptr + offsets)
     tl.store(out_ptr + offsets, libdevice.acos(x).to(tl.float32))
 
 
@@ -199,7 +189,6 @@ def ld_acos(x_ptr, y_ptr, out_ptr):
 def ld_atan(x_ptr, y_ptr, out_ptr):
     offsets = tl.arange(0, 8)
     x = tl.load(x_ptr + offsets)
-    y = tl.load(y_ptr + offsets)
     tl.store(out_ptr + offsets, libdevice.atan(x).to(tl.float32))
 
 
@@ -208,7 +197,6 @@ def ld_atan(x_ptr, y_ptr, out_ptr):
 def ld_sinh(x_ptr, y_ptr, out_ptr):
     offsets = tl.arange(0, 8)
     x = tl.load(x_ptr + offsets)
-    y = tl.load(y_ptr + offsets)
     tl.store(out_ptr + offsets, libdevice.sinh(x).to(tl.float32))
 
 
@@ -217,7 +205,6 @@ def ld_sinh(x_ptr, y_ptr, out_ptr):
 def ld_cosh(x_ptr, y_ptr, out_ptr):
     offsets = tl.arange(0, 8)
     x = tl.load(x_ptr + offsets)
-    y = tl.load(y_ptr + offsets)
     tl.store(out_ptr + offsets, libdevice.cosh(x).to(tl.float32))
 
 
@@ -226,7 +213,6 @@ def ld_cosh(x_ptr, y_ptr, out_ptr):
 def ld_asinh(x_ptr, y_ptr, out_ptr):
     offsets = tl.arange(0, 8)
     x = tl.load(x_ptr + offsets)
-    y = tl.load(y_ptr + offsets)
     tl.store(out_ptr + offsets, libdevice.asinh(x).to(tl.float32))
 
 
@@ -235,7 +221,6 @@ def ld_asinh(x_ptr, y_ptr, out_ptr):
 def ld_atanh(x_ptr, y_ptr, out_ptr):
     offsets = tl.arange(0, 8)
     x = tl.load(x_ptr + offsets)
-    y = tl.load(y_ptr + offsets)
     tl.store(out_ptr + offsets, libdevice.atanh(x).to(tl.float32))
 
 
@@ -244,7 +229,6 @@ def ld_atanh(x_ptr, y_ptr, out_ptr):
 def ld_floor(x_ptr, y_ptr, out_ptr):
     offsets = tl.arange(0, 8)
     x = tl.load(x_ptr + offsets)
-    y = tl.load(y_ptr + offsets)
     tl.store(out_ptr + offsets, libdevice.floor(x).to(tl.float32))
 
 
@@ -253,7 +237,6 @@ def ld_floor(x_ptr, y_ptr, out_ptr):
 def ld_ceil(x_ptr, y_ptr, out_ptr):
     offsets = tl.arange(0, 8)
     x = tl.load(x_ptr + offsets)
-    y = tl.load(y_ptr + offsets)
     tl.store(out_ptr + offsets, libdevice.ceil(x).to(tl.float32))
 
 
@@ -262,7 +245,6 @@ def ld_ceil(x_ptr, y_ptr, out_ptr):
 def ld_trunc(x_ptr, y_ptr, out_ptr):
     offsets = tl.arange(0, 8)
     x = tl.load(x_ptr + offsets)
-    y = tl.load(y_ptr + offsets)
     tl.store(out_ptr + offsets, libdevice.trunc(x).to(tl.float32))
 
 
@@ -271,7 +253,6 @@ def ld_trunc(x_ptr, y_ptr, out_ptr):
 def ld_rint(x_ptr, y_ptr, out_ptr):
     offsets = tl.arange(0, 8)
     x = tl.load(x_ptr + offsets)
-    y = tl.load(y_ptr + offsets)
     tl.store(out_ptr + offsets, libdevice.rint(x).to(tl.float32))
 
 
@@ -280,7 +261,6 @@ def ld_rint(x_ptr, y_ptr, out_ptr):
 def ld_round(x_ptr, y_ptr, out_ptr):
     offsets = tl.arange(0, 8)
     x = tl.load(x_ptr + offsets)
-    y = tl.load(y_ptr + offsets)
     tl.store(out_ptr + offsets, libdevice.round(x).to(tl.float32))
 
 
@@ -289,7 +269,6 @@ def ld_round(x_ptr, y_ptr, out_ptr):
 def ld_fast_expf(x_ptr, y_ptr, out_ptr):
     offsets = tl.arange(0, 8)
     x = tl.load(x_ptr + offsets)
-    y = tl.load(y_ptr + offsets)
     tl.store(out_ptr + offsets, libdevice.fast_expf(x).to(tl.float32))
 
 
@@ -298,7 +277,6 @@ def ld_fast_expf(x_ptr, y_ptr, out_ptr):
 def ld_fast_logf(x_ptr, y_ptr, out_ptr):
     offsets = tl.arange(0, 8)
     x = tl.load(x_ptr + offsets)
-    y = tl.load(y_ptr + offsets)
     tl.store(out_ptr + offsets, libdevice.fast_logf(x).to(tl.float32))
 
 
@@ -307,7 +285,6 @@ def ld_fast_logf(x_ptr, y_ptr, out_ptr):
 def ld_erfinv(x_ptr, y_ptr, out_ptr):
     offsets = tl.arange(0, 8)
     x = tl.load(x_ptr + offsets)
-    y = tl.load(y_ptr + offsets)
     tl.store(out_ptr + offsets, libdevice.erfinv(x).to(tl.float32))
 
 
@@ -316,7 +293,6 @@ def ld_erfinv(x_ptr, y_ptr, out_ptr):
 def ld_normcdf(x_ptr, y_ptr, out_ptr):
     offsets = tl.arange(0, 8)
     x = tl.load(x_ptr + offsets)
-    y = tl.load(y_ptr + offsets)
     tl.store(out_ptr + offsets, libdevice.normcdf(x).to(tl.float32))
 
 
@@ -325,7 +301,6 @@ def ld_normcdf(x_ptr, y_ptr, out_ptr):
 def ld_normcdfinv(x_ptr, y_ptr, out_ptr):
     offsets = tl.arange(0, 8)
     x = tl.load(x_ptr + offsets)
-    y = tl.load(y_ptr + offsets)
     tl.store(out_ptr + offsets, libdevice.normcdfinv(x).to(tl.float32))
 
 
@@ -334,7 +309,6 @@ def ld_normcdfinv(x_ptr, y_ptr, out_ptr):
 def ld_lgamma(x_ptr, y_ptr, out_ptr):
     offsets = tl.arange(0, 8)
     x = tl.load(x_ptr + offsets)
-    y = tl.load(y_ptr + offsets)
     tl.store(out_ptr + offsets, libdevice.lgamma(x).to(tl.float32))
 
 
@@ -343,7 +317,6 @@ def ld_lgamma(x_ptr, y_ptr, out_ptr):
 def ld_tgamma(x_ptr, y_ptr, out_ptr):
     offsets = tl.arange(0, 8)
     x = tl.load(x_ptr + offsets)
-    y = tl.load(y_ptr + offsets)
     tl.store(out_ptr + offsets, libdevice.tgamma(x).to(tl.float32))
 
 
@@ -352,7 +325,6 @@ def ld_tgamma(x_ptr, y_ptr, out_ptr):
 def ld_j0(x_ptr, y_ptr, out_ptr):
     offsets = tl.arange(0, 8)
     x = tl.load(x_ptr + offsets)
-    y = tl.load(y_ptr + offsets)
     tl.store(out_ptr + offsets, libdevice.j0(x).to(tl.float32))
 
 
@@ -361,7 +333,6 @@ def ld_j0(x_ptr, y_ptr, out_ptr):
 def ld_j1(x_ptr, y_ptr, out_ptr):
     offsets = tl.arange(0, 8)
     x = tl.load(x_ptr + offsets)
-    y = tl.load(y_ptr + offsets)
     tl.store(out_ptr + offsets, libdevice.j1(x).to(tl.float32))
 
 
@@ -370,7 +341,6 @@ def ld_j1(x_ptr, y_ptr, out_ptr):
 def ld_y0(x_ptr, y_ptr, out_ptr):
     offsets = tl.arange(0, 8)
     x = tl.load(x_ptr + offsets)
-    y = tl.load(y_ptr + offsets)
     tl.store(out_ptr + offsets, libdevice.y0(x).to(tl.float32))
 
 
@@ -379,7 +349,6 @@ def ld_y0(x_ptr, y_ptr, out_ptr):
 def ld_y1(x_ptr, y_ptr, out_ptr):
     offsets = tl.arange(0, 8)
     x = tl.load(x_ptr + offsets)
-    y = tl.load(y_ptr + offsets)
     tl.store(out_ptr + offsets, libdevice.y1(x).to(tl.float32))
 
 
@@ -388,7 +357,6 @@ def ld_y1(x_ptr, y_ptr, out_ptr):
 def ld_cyl_bessel_i0(x_ptr, y_ptr, out_ptr):
     offsets = tl.arange(0, 8)
     x = tl.load(x_ptr + offsets)
-    y = tl.load(y_ptr + offsets)
     tl.store(out_ptr + offsets, libdevice.cyl_bessel_i0(x).to(tl.float32))
 
 
@@ -397,7 +365,6 @@ def ld_cyl_bessel_i0(x_ptr, y_ptr, out_ptr):
 def ld_cyl_bessel_i1(x_ptr, y_ptr, out_ptr):
     offsets = tl.arange(0, 8)
     x = tl.load(x_ptr + offsets)
-    y = tl.load(y_ptr + offsets)
     tl.store(out_ptr + offsets, libdevice.cyl_bessel_i1(x).to(tl.float32))
 
 
@@ -406,7 +373,6 @@ def ld_cyl_bessel_i1(x_ptr, y_ptr, out_ptr):
 def ld_logb(x_ptr, y_ptr, out_ptr):
     offsets = tl.arange(0, 8)
     x = tl.load(x_ptr + offsets)
-    y = tl.load(y_ptr + offsets)
     tl.store(out_ptr + offsets, libdevice.logb(x).to(tl.float32))
 
 
@@ -415,7 +381,6 @@ def ld_logb(x_ptr, y_ptr, out_ptr):
 def ld_sinpi(x_ptr, y_ptr, out_ptr):
     offsets = tl.arange(0, 8)
     x = tl.load(x_ptr + offsets)
-    y = tl.load(y_ptr + offsets)
     tl.store(out_ptr + offsets, libdevice.sinpi(x).to(tl.float32))
 
 
@@ -424,7 +389,6 @@ def ld_sinpi(x_ptr, y_ptr, out_ptr):
 def ld_cospi(x_ptr, y_ptr, out_ptr):
     offsets = tl.arange(0, 8)
     x = tl.load(x_ptr + offsets)
-    y = tl.load(y_ptr + offsets)
     tl.store(out_ptr + offsets, libdevice.cospi(x).to(tl.float32))
 
 
@@ -433,7 +397,6 @@ def ld_cospi(x_ptr, y_ptr, out_ptr):
 def ld_saturatef(x_ptr, y_ptr, out_ptr):
     offsets = tl.arange(0, 8)
     x = tl.load(x_ptr + offsets)
-    y = tl.load(y_ptr + offsets)
     tl.store(out_ptr + offsets, libdevice.saturatef(x).to(tl.float32))
 
 
@@ -442,7 +405,6 @@ def ld_saturatef(x_ptr, y_ptr, out_ptr):
 def ld_isnan(x_ptr, y_ptr, out_ptr):
     offsets = tl.arange(0, 8)
     x = tl.load(x_ptr + offsets)
-    y = tl.load(y_ptr + offsets)
     tl.store(out_ptr + offsets, libdevice.isnan(x).to(tl.float32))
 
 
@@ -451,7 +413,6 @@ def ld_isnan(x_ptr, y_ptr, out_ptr):
 def ld_isinf(x_ptr, y_ptr, out_ptr):
     offsets = tl.arange(0, 8)
     x = tl.load(x_ptr + offsets)
-    y = tl.load(y_ptr + offsets)
     tl.store(out_ptr + offsets, libdevice.isinf(x).to(tl.float32))
 
 
@@ -460,7 +421,6 @@ def ld_isinf(x_ptr, y_ptr, out_ptr):
 def ld_signbit(x_ptr, y_ptr, out_ptr):
     offsets = tl.arange(0, 8)
     x = tl.load(x_ptr + offsets)
-    y = tl.load(y_ptr + offsets)
     tl.store(out_ptr + offsets, libdevice.signbit(x).to(tl.float32))
 
 
@@ -469,7 +429,6 @@ def ld_signbit(x_ptr, y_ptr, out_ptr):
 def ld_ilogb(x_ptr, y_ptr, out_ptr):
     offsets = tl.arange(0, 8)
     x = tl.load(x_ptr + offsets)
-    y = tl.load(y_ptr + offsets)
     tl.store(out_ptr + offsets, libdevice.ilogb(x).to(tl.float32))
 
 
@@ -478,7 +437,6 @@ def ld_ilogb(x_ptr, y_ptr, out_ptr):
 def ld_llrint(x_ptr, y_ptr, out_ptr):
     offsets = tl.arange(0, 8)
     x = tl.load(x_ptr + offsets)
-    y = tl.load(y_ptr + offsets)
     tl.store(out_ptr + offsets, libdevice.llrint(x).to(tl.float32))
 
 
@@ -487,7 +445,6 @@ def ld_llrint(x_ptr, y_ptr, out_ptr):
 def ld_float2int_rn(x_ptr, y_ptr, out_ptr):
     offsets = tl.arange(0, 8)
     x = tl.load(x_ptr + offsets)
-    y = tl.load(y_ptr + offsets)
     tl.store(out_ptr + offsets, libdevice.float2int_rn(x).to(tl.float32))
 
 
@@ -496,7 +453,6 @@ def ld_float2int_rn(x_ptr, y_ptr, out_ptr):
 def ld_float2int_rz(x_ptr, y_ptr, out_ptr):
     offsets = tl.arange(0, 8)
     x = tl.load(x_ptr + offsets)
-    y = tl.load(y_ptr + offsets)
     tl.store(out_ptr + offsets, libdevice.float2int_rz(x).to(tl.float32))
 
 
@@ -505,7 +461,6 @@ def ld_float2int_rz(x_ptr, y_ptr, out_ptr):
 def ld_float_as_int(x_ptr, y_ptr, out_ptr):
     offsets = tl.arange(0, 8)
     x = tl.load(x_ptr + offsets)
-    y = tl.load(y_ptr + offsets)
     tl.store(out_ptr + offsets, libdevice.float_as_int(x).to(tl.float32))
 
 
@@ -534,8 +489,6 @@ def ld_fmod(x_ptr, y_ptr, out_ptr):
     x = tl.load(x_ptr + offsets)
     y = tl.load(y_ptr + offsets)
     tl.store(out_ptr + offsets, libdevice.fmod(x, y).to(tl.float32))
-
-
 
 
 @kwsafe

@@ -128,7 +128,7 @@ def compiled_checks():
     return checks
 
 
-def render(compiled, interpreted, rows, checks, device_name):
+def render(compiled, interpreted, rows, checks, device_name, verify_rows=(), cost_rows=()):
     today = datetime.date.today().isoformat()
     lines = [
         "# GPU parity report",
@@ -148,6 +148,14 @@ def render(compiled, interpreted, rows, checks, device_name):
         lines.append(f"| {name} | {_cell(want)} | {_cell(got)} | {verdict} |")
     lines += ["", "## Compiled-mode checks", ""]
     lines += [f"- {name}: {value}" for name, value in checks.items()]
+    if verify_rows:
+        lines += ["", "## Compiled mode, switch on, autotune policy `verify` (`parity/compiled_verify.py`)", "",
+                  "| check | expected | measured | verdict |", "| --- | --- | --- | --- |"]
+        lines += [f"| {name} | {want} | {got.replace('|', '/')} | {'same' if ok else 'DIFFERENT'} |"
+                  for name, want, got, ok in verify_rows]
+    if cost_rows:
+        lines += ["", "### Cost of `verify` on the GPU, and of the switch under `first`/`all`", ""]
+        lines += [f"- {name}: {value}" for name, value in cost_rows]
     return "\n".join(lines) + "\n"
 
 
@@ -175,12 +183,15 @@ def main():
     interpreted = run_mode("interpreted", options.interpreter_pythonpath)
     rows = compare(compiled, interpreted)
     checks = compiled_checks()
-    report = render(compiled, interpreted, rows, checks, torch.cuda.get_device_name())
+    from parity import compiled_verify
+
+    verify_rows, cost_rows = compiled_verify.verify_rows(), compiled_verify.cost_rows()
+    report = render(compiled, interpreted, rows, checks, torch.cuda.get_device_name(), verify_rows, cost_rows)
     print(report)
     if options.report:
         with open(options.report, "w") as handle:
             handle.write(report)
-    return 0 if all(r[3].startswith(("same", "known gap")) for r in rows) else 1
+    return 0 if all(r[3].startswith(("same", "known gap")) for r in rows) and all(r[3] for r in verify_rows) else 1
 
 
 if __name__ == "__main__":
