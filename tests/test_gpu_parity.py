@@ -29,3 +29,40 @@ def test_compiled_and_interpreted_store_the_same(tmp_path):
     assert "DIFFERENT" not in text
     assert "kwsafe(k) is k (compiled): True" in text
     assert "torch.compile(fullgraph=True) of an autotuned @kwsafe kernel: True" in text
+
+
+GPU_SUITE = '''
+import torch, triton, triton.language as tl
+import pytest
+from kwshim import AutotuneSideEffectError, ConfigDivergenceError
+
+
+@triton.jit
+def accumulate(x_ptr, acc_ptr, SLOT: tl.constexpr):
+    tl.atomic_add(acc_ptr, tl.load(x_ptr))
+
+
+def test_missing_reset_to_zero_is_named_on_the_gpu():
+    kernel = triton.autotune(configs=[triton.Config({"SLOT": i}) for i in range(3)], key=[])(accumulate)
+    x, acc = torch.ones(1, device="cuda"), torch.zeros(1, device="cuda")
+    with pytest.raises(AutotuneSideEffectError, match="reset_to_zero=\\\\['acc_ptr'\\\\]"):
+        kernel[(1,)](x, acc)
+    assert float(acc[0]) == 0.0
+
+
+def test_a_hooked_kernel_passes_and_is_compiled():
+    kernel = triton.autotune(configs=[triton.Config({"SLOT": i}) for i in range(3)], key=[],
+                             reset_to_zero=["acc_ptr"])(accumulate)
+    x, acc = torch.ones(1, device="cuda"), torch.zeros(1, device="cuda")
+    kernel[(1,)](x, acc)
+    assert float(acc[0]) == 1.0 and type(kernel.fn).__name__ == "JITFunction"
+'''
+
+
+def test_pytest_kwshim_verify_checks_compiled_autotuners_with_triton_interpret_0(tmp_path):
+    (tmp_path / "test_gpu_verify.py").write_text(GPU_SUITE)
+    env = dict(os.environ, TRITON_INTERPRET="0", PYTHONPATH=os.pathsep.join([ROOT, os.environ.get("PYTHONPATH", "")]))
+    done = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--kwshim",
+                           "--kwshim-autotune", "verify", "test_gpu_verify.py"], capture_output=True, text=True,
+                          cwd=tmp_path, env=env, timeout=600)
+    assert done.returncode == 0 and "2 passed" in done.stdout, done.stdout[-3000:] + done.stderr[-2000:]
