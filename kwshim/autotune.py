@@ -395,7 +395,11 @@ def install(patches, settings_now):
             kwargs["do_bench"] = cpu_bench
         original_init(self, fn, *args, **kwargs)
 
+    jit_class = _triton.kernel_classes().jit
+
     def run(self, *args, **kwargs):
+        if type(self.fn) is jit_class and settings_now().policy != "verify":  # compiled, the common case
+            return original_run(self, *args, **kwargs)
         settings = settings_now()
         if not _triton.is_interpreted(self):  # compiled: Triton's own, except under verify
             if settings.policy != "verify":

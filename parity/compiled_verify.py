@@ -61,13 +61,22 @@ def _ms(timing):
 
 
 def _outcome(launch):
-    """'passes' or the error class and the start of its message."""
+    """'passes' or the error class and its message."""
     try:
         launch()
         torch.cuda.synchronize()
         return "passes"
     except (ConfigDivergenceError, AutotuneSideEffectError) as exc:
-        return f"{type(exc).__name__}: {str(exc)[:160]}"
+        return f"{type(exc).__name__}: {exc}"
+
+
+def _shown(outcome):
+    """The error class and what the message names (the argument and the remedy), for the table."""
+    if outcome == "passes":
+        return outcome
+    named = [part for part in ("argument 'out_ptr'", "argument 'acc_ptr'", "argument 'x_ptr'",
+                               "reset_to_zero=['acc_ptr']", "restore_value=['x_ptr']") if part in outcome]
+    return f"{outcome.split(':')[0]} ({', '.join(named)})"
 
 
 def verify_rows():
@@ -77,22 +86,24 @@ def verify_rows():
         scale = triton.autotune(configs=[triton.Config({"BLOCK": 8}), triton.Config({"BLOCK": 4})], key=[])(_scale)
         got = _outcome(lambda: scale[(1,)](x, out))
         rows.append(("a divergent Config (masking bug at BLOCK=4)", "ConfigDivergenceError",
-                     got, got.startswith("ConfigDivergenceError") and float(out.sum()) == -8.0))
+                     _shown(got), got.startswith("ConfigDivergenceError") and float(out.sum()) == -8.0))
         out = torch.zeros(8, dtype=torch.int32, device="cuda")
         half = triton.autotune(configs=_configs(2), key=[])(_half)
         got = _outcome(lambda: half[(1,)](out))
-        rows.append(("Configs writing disjoint regions (triton#9230)", "ConfigDivergenceError", got,
+        rows.append(("Configs writing disjoint regions (triton#9230)", "ConfigDivergenceError", _shown(got),
                      got.startswith("ConfigDivergenceError") and int(out.sum()) == 0))
         ones, acc = torch.ones(1, device="cuda"), torch.zeros(1, device="cuda")
         accumulate = triton.autotune(configs=_configs(3), key=[])(_accumulate)
         got = _outcome(lambda: accumulate[(1,)](ones, acc))
         rows.append(("atomic_add without reset_to_zero (triton#4217, #781)", "AutotuneSideEffectError naming "
-                     "reset_to_zero=['acc_ptr']", got, "reset_to_zero=['acc_ptr']" in got and float(acc[0]) == 0.0))
+                     "reset_to_zero=['acc_ptr']", _shown(got),
+                     "reset_to_zero=['acc_ptr']" in got and float(acc[0]) == 0.0))
         value = torch.full((1,), 10, dtype=torch.int32, device="cuda")
         increment = triton.autotune(configs=_configs(3), key=[])(_increment)
         got = _outcome(lambda: increment[(1,)](value))
         rows.append(("in-place update without restore_value (triton#5339)", "AutotuneSideEffectError naming "
-                     "restore_value=['x_ptr']", got, "restore_value=['x_ptr']" in got and int(value[0]) == 10))
+                     "restore_value=['x_ptr']", _shown(got),
+                     "restore_value=['x_ptr']" in got and int(value[0]) == 10))
         acc = torch.zeros(1, device="cuda")
         hooked = triton.autotune(configs=_configs(3), key=[], reset_to_zero=["acc_ptr"])(_accumulate)
         got = _outcome(lambda: hooked[(1,)](ones, acc))

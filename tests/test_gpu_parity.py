@@ -62,7 +62,11 @@ def test_a_hooked_kernel_passes_and_is_compiled():
 def test_pytest_kwshim_verify_checks_compiled_autotuners_with_triton_interpret_0(tmp_path):
     (tmp_path / "test_gpu_verify.py").write_text(GPU_SUITE)
     env = dict(os.environ, TRITON_INTERPRET="0", PYTHONPATH=os.pathsep.join([ROOT, os.environ.get("PYTHONPATH", "")]))
-    done = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--kwshim",
+    import importlib.metadata
+
+    installed = any(e.value.startswith("kwshim") for e in importlib.metadata.entry_points(group="pytest11"))
+    plugin = [] if installed else ["-p", "kwshim.pytest_plugin"]  # a checkout on PYTHONPATH: no entry point
+    done = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *plugin, "--kwshim",
                            "--kwshim-autotune", "verify", "test_gpu_verify.py"], capture_output=True, text=True,
                           cwd=tmp_path, env=env, timeout=600)
     assert done.returncode == 0 and "2 passed" in done.stdout, done.stdout[-3000:] + done.stderr[-2000:]
