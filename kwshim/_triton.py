@@ -284,6 +284,15 @@ def interpreter_requested() -> bool:
     return os.environ.get("TRITON_INTERPRET", "0").strip().lower() in ("1", "true", "yes", "on")
 
 
+def interpreter_on() -> bool:
+    """Whether new kernels may be interpreted: the environment asks for it, or (3.4+)
+    ``triton.knobs.runtime.interpret`` is set."""
+    if interpreter_requested():
+        return True
+    knobs = getattr(import_triton(), "knobs", None)
+    return bool(getattr(getattr(knobs, "runtime", None), "interpret", False))
+
+
 def ignored_interpret_hint(interpreted: bool, version: str) -> Optional[str]:
     """One line of advice when ``TRITON_INTERPRET`` asks for the interpreter with a spelling the
     installed Triton ignores (up to 3.3 only ``1`` turns it on): ``interpreted`` is whether

@@ -379,9 +379,12 @@ def _gpu_bench(kernel_call, quantiles, **kwargs):
     return do_bench(kernel_call, quantiles=quantiles, **kwargs)
 
 
-def install(patches, settings_now):
+def install(patches, settings_now, patch_run=True):
     """Install the autotuner patches through ``patches`` (a reversible patcher); ``settings_now()``
-    gives the policy in force at each launch."""
+    gives the policy in force at each launch. Returns ``install_run()``, which patches
+    ``Autotuner.run`` (idempotent): at once with ``patch_run``, else left to the caller, so that a
+    compiled-only process under ``first``/``all`` keeps Triton's own ``run`` (no frame added to its
+    launches) until a ``verify`` handle needs it."""
     autotuner_module = __import__("triton.runtime.autotuner", fromlist=["Autotuner"])
     Autotuner = autotuner_module.Autotuner
     original_init, original_run, original_bench = Autotuner.__init__, Autotuner.run, Autotuner._bench
@@ -485,8 +488,16 @@ def install(patches, settings_now):
                 else:
                     self.__dict__[name] = value
 
+    run_patched = []
+
+    def install_run():
+        if not run_patched:
+            patches.set(Autotuner, "run", run)
+            run_patched.append(True)
+
     patches.set(Autotuner, "__init__", __init__)
-    patches.set(Autotuner, "run", run)
+    if patch_run:
+        install_run()
     patches.set(Autotuner, "_bench", _bench)
     if "check_disk_cache" in vars(Autotuner):
         original_check = Autotuner.check_disk_cache
@@ -502,6 +513,7 @@ def install(patches, settings_now):
         original = vars(autotuner_module).get(name)
         if original is not None:
             patches.set(autotuner_module, name, _module_bench(original))
+    return install_run
 
 
 _ABSENT = object()

@@ -72,6 +72,7 @@ class Handle:
             if not _HANDLES and _PATCHES is not None:
                 _PATCHES.undo()
                 _PATCHES = None
+                _INSTALL_RUN.clear()
 
     def __enter__(self):
         if not self.active:  # a second `with` on a spent handle would silently switch nothing on
@@ -101,7 +102,9 @@ def activate(autotune: str = "all", *, rtol: float = 1e-05, atol: float = 1e-08,
     handle = Handle(settings)
     with _LOCK:
         if _PATCHES is None:
-            _PATCHES = _install()
+            _PATCHES = _install(settings.policy)
+        elif settings.policy == "verify" and _INSTALL_RUN:
+            _INSTALL_RUN[0]()
         _HANDLES.append(handle)
     return handle
 
@@ -115,7 +118,11 @@ def active_settings():
     return handles[-1].settings if handles else autotune_module.Settings()
 
 
-def _install() -> Patches:
+#: ``install_run()`` of the installed autotune patches (empty while the switch is off)
+_INSTALL_RUN: list = []
+
+
+def _install(policy) -> Patches:
     classes = _triton.kernel_classes()
     patches = Patches()
     if classes.interpreted is None:  # 2.1.0: nothing interprets, so nothing to switch
@@ -124,11 +131,15 @@ def _install() -> Patches:
     try:
         patches.set(classes.interpreted, "__getitem__", launcher_via_paths)
         patches.set(classes.interpreted, "run", RunSlot())
+        interpreting = _triton.interpreter_on()
         if classes.autotuner is not None:
-            autotune_module.install(patches, active_settings)
-        if _triton.interpreter_requested():  # compiled kernels keep the backend's own libdevice
+            # A compiled-only process needs kwshim's Autotuner.run for verify only (README: verify on a GPU)
+            _INSTALL_RUN[:] = [autotune_module.install(patches, active_settings,
+                                                       patch_run=interpreting or policy == "verify")]
+        if interpreting:  # compiled kernels keep the backend's own libdevice
             interpreter_math.install(patches)
     except BaseException:
         patches.undo()
+        _INSTALL_RUN.clear()
         raise
     return patches

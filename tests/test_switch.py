@@ -159,6 +159,28 @@ def test_triton_is_exactly_as_before_activation_after_deactivation():
     assert changed == "[]"
 
 
+COMPILED_RUN = """
+from triton.runtime.autotuner import Autotuner
+import kwshim
+original = Autotuner.run
+with kwshim.activate(autotune="all"):
+    print("all", Autotuner.run is original)
+    with kwshim.activate(autotune="verify"):
+        print("verify", Autotuner.run is original)
+    print("after verify", Autotuner.run is original)
+print("off", Autotuner.run is original)
+"""
+
+
+def test_compiled_only_processes_keep_tritons_autotuner_run_until_verify_needs_it():
+    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
+    env["TRITON_INTERPRET"] = "0"
+    env["PYTHONPATH"] = os.pathsep.join([ROOT, env.get("PYTHONPATH", "")])
+    done = subprocess.run([sys.executable, "-c", COMPILED_RUN], capture_output=True, text=True, env=env, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.split() == ["all", "True", "verify", "False", "after", "verify", "False", "off", "True"]
+
+
 def test_entering_a_deactivated_handle_again_is_refused():
     handle = kwshim.activate()
     with handle:
