@@ -157,9 +157,28 @@ def check_tree(tree, path, reserved) -> Iterator[Finding]:
     for node in statements:  # k = triton.jit(fn), k = kwsafe(triton.jit(fn)), k = autotune(...)(jit(fn))
         if isinstance(node, (ast.Assign, ast.AnnAssign)) and isinstance(node.value, ast.Call):
             kinds, inner = _call_chain(node.value, aliases)
-            if "jit" in kinds and isinstance(inner, ast.Name) and inner.id in functions:
+            if "jit" not in kinds:
+                continue
+            if isinstance(inner, ast.Call):  # triton.jit(make_kernel()): what the factory returns
+                inner = _factory_product(inner, functions)
+            if isinstance(inner, ast.Name) and inner.id in functions:
                 yield from _check_function(functions[inner.id], kinds, None, aliases, path, reserved,
                                            where=node)
+            elif isinstance(inner, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                yield from _check_function(inner, kinds, None, aliases, path, reserved, where=node)
+
+
+def _factory_product(call, functions):
+    """For ``make_kernel()``, a function of this file: the function it defines and returns
+    (``def make_kernel(): def k(...): ...; return k``), or None."""
+    if not isinstance(call.func, ast.Name) or call.func.id not in functions:
+        return None
+    factory = functions[call.func.id]
+    nested = {node.name: node for node in factory.body if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))}
+    for node in ast.walk(factory):
+        if isinstance(node, ast.Return) and isinstance(node.value, ast.Name) and node.value.id in nested:
+            return nested[node.value.id]
+    return None
 
 
 def _call_chain(call, aliases):
@@ -170,6 +189,8 @@ def _call_chain(call, aliases):
         kind = _decorator_kind(node.func, aliases)
         if kind is None and isinstance(node.func, ast.Call):  # autotune(...)(fn): the factory's kind
             kind = _decorator_kind(node.func.func, aliases)
+        if kind is None and kinds:  # jit(make_kernel()): the call that makes the function
+            return kinds, node
         kinds.append(kind)
         if not node.args:
             return kinds, None

@@ -99,10 +99,20 @@ def test_a_file_python_cannot_decode_is_kws900():
     ("from triton import *\n\n@jit\ndef k(out_ptr, num_warps):\n    pass\n", 4),
     ("import triton\n\ndef k(out_ptr, num_warps):\n    pass\n\nkernel = triton.autotune(configs=[], key=[])("
      "triton.jit(k))\n", 6),
+    ("import triton\n\ndef make():\n    def k(out_ptr, num_warps):\n        pass\n    return k\n\n"
+     "kernel = triton.autotune(configs=[], key=[])(triton.jit(make()))\n", 8),
 ])
 def test_kernels_built_by_a_call_an_alias_or_a_star_import_are_found(source, line):
     (finding,) = check_source(source.encode(), "k.py", FALLBACK_RESERVED_NAMES)
     assert (finding.code, finding.line) == ("KWS001", line)
+
+
+def test_the_demo_is_flagged_for_its_bare_kernel_only():
+    import os
+
+    demo = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "examples", "demo.py")
+    findings = check_paths([demo], FALLBACK_RESERVED_NAMES)
+    assert [(f.code, f.line) for f in findings] == [("KWS001", 31)] and "'simple_kernel'" in findings[0].message
 
 
 def test_a_kernel_built_by_a_call_under_kwsafe_is_clean():

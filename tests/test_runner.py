@@ -143,3 +143,11 @@ def test_pytest_plugin_is_inert_unless_asked(tmp_path, args, ini, expect, policy
                            *args, "test_state.py"], capture_output=True, text=True, cwd=tmp_path,
                           env=environment(EXPECT=expect, POLICY=policy, TOLERANCES=tolerances), timeout=300)
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+
+
+def test_the_demo_under_kwshim_run_credits_the_switch(tmp_path):
+    done = kwshim("run", os.path.join(ROOT, "examples", "demo.py"), cwd=tmp_path)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "binds the parameter itself" not in done.stdout and "OK" in done.stdout
+    if "bare Triton:   stored" in done.stdout:  # the switch fixed the bare kernel: say so
+        assert "the switch (kwshim run / pytest --kwshim) fixed the bare kernel too" in done.stdout
