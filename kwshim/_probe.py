@@ -24,6 +24,8 @@ PROBES = {
                                            "default used silently"),
     "unknown_keywords_refused": ("unknown launch keywords (typos) are refused", "unknown kwargs dropped silently"),
     "autotune_works": ("an autotuned kernel (one Config) launches", "autotune fails"),
+    "multi_config_autotune_works": ("an autotuned kernel with two Configs tunes and launches",
+                                    "multi-Config autotune fails"),
 }
 
 
@@ -83,6 +85,7 @@ def probe():
     except Exception as exc:
         results["unknown_keywords_refused"] = {"ok": True, "detail": _error(exc)}
     results["autotune_works"] = _probe_autotune(triton, _plain, launch)
+    results["multi_config_autotune_works"] = _probe_multi_config_autotune(triton, _plain, launch)
     for result in results.values():
         result.setdefault("causes", [])
     return results
@@ -112,6 +115,23 @@ def _probe_autotune(triton, plain, launch):
         keyword = re.search(r"unexpected keyword argument '(\w+)'", str(exc))
         causes.append(f"launch: '{keyword.group(1)}'" if keyword else "launch error")
     return {"ok": not problems, "detail": "; ".join(problems) or "stored 4, expected 4", "causes": causes}
+
+
+def _probe_multi_config_autotune(triton, plain, launch):
+    """Two Configs make the Autotuner benchmark, which bare Triton does with CUDA in every release."""
+    try:
+        kernel = triton.autotune(configs=[triton.Config({}, num_warps=2), triton.Config({}, num_warps=4)],
+                                 key=[])(plain)
+    except Exception as exc:
+        return {"ok": False, "detail": f"@triton.autotune fails at decoration: {_error(exc)}",
+                "causes": ["needs a GPU driver at decoration"]}
+    try:
+        stored = launch(kernel, 4)
+    except Exception as exc:
+        return {"ok": False, "detail": f"tuning fails on the CPU: {_error(exc)}", "causes": ["tuning needs a GPU"]}
+    if stored != 4:
+        return {"ok": False, "detail": f"stored {stored}, expected 4", "causes": ["wrong value stored"]}
+    return {"ok": True, "detail": "stored 4, expected 4", "causes": []}
 
 
 def interpreter_mode():

@@ -13,9 +13,18 @@ __all__ = ["main"]
 
 
 def main(argv=None):
+    from . import __version__
+    from .check import CODES
+
     parser = argparse.ArgumentParser(prog="kwshim", description="kwshim's tools for Triton kernel authors")
+    parser.add_argument("--version", action="version", version=f"kwshim {__version__}")
     commands = parser.add_subparsers(dest="command", required=True)
-    check = commands.add_parser("check", help="statically find kernels that need @kwsafe and misplaced @kwsafe")
+    check = commands.add_parser(
+        "check", help="statically find kernels that need @kwsafe and misplaced @kwsafe",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        description="Statically find kernels that need @kwsafe and misplaced @kwsafe (no Triton needed).",
+        epilog="codes:\n" + "".join(f"  {code}  {meaning}\n" for code, meaning in CODES.items())
+               + "exit status: 0 clean, 1 findings, 2 usage errors")
     check.add_argument("paths", nargs="+", metavar="PATH", help="Python files or directories (walked)")
     check.add_argument("--format", choices=("text", "json"), default="text")
     doctor = commands.add_parser("doctor", help="probe this environment's Triton interpreter")
@@ -119,6 +128,8 @@ def _check(options, parser):
 def _doctor(options):
     from .doctor import diagnose, render
 
+    print("kwshim doctor: probing the installed Triton's interpreter in subprocesses (about 10-15 s)...",
+          file=sys.stderr, flush=True)
     report = diagnose()
     if options.json:
         json.dump(report, sys.stdout, indent=2)

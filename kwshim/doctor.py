@@ -61,9 +61,10 @@ def diagnose():
         report["advice"].append("this interpreter drops declared reserved keywords: use @kwsafe")
     if not probes["unknown_keywords_refused"]["ok"]:
         report["advice"].append("this interpreter drops unknown launch keywords silently: @kwsafe refuses them")
-    if not probes["autotune_works"]["ok"]:
-        report["advice"].append("autotuned kernels fail here bare: the switch (kwshim.activate(), kwshim run, "
-                                "pytest --kwshim) makes them decorate, launch and tune on the CPU")
+    if not (probes["autotune_works"]["ok"] and probes["multi_config_autotune_works"]["ok"]):
+        report["advice"].append("autotuned kernels fail here bare (multi-Config tuning needs a GPU): the switch "
+                                "(kwshim.activate(), kwshim run, pytest --kwshim) makes them decorate, launch and "
+                                "tune on the CPU")
     return report
 
 

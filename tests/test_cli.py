@@ -76,3 +76,19 @@ def test_doctor_without_triton_reports_broken():
     report = json.loads(result.stdout)
     assert result.returncode == 1
     assert report["broken"] is True and report["triton"] is None
+
+
+def test_version_and_check_help_list_the_codes_and_exit_statuses():
+    version = kwshim_cli("--version", block_triton=True)
+    assert version.returncode == 0 and version.stdout.strip() == f"kwshim {kwshim.__version__}"
+    helped = kwshim_cli("check", "--help", block_triton=True)
+    assert helped.returncode == 0
+    for code in ("KWS001", "KWS002", "KWS003", "KWS004", "KWS900"):
+        assert code in helped.stdout
+    assert "exit status: 0 clean, 1 findings, 2 usage errors" in helped.stdout
+
+
+def test_doctor_says_what_it_is_doing_before_the_probe():
+    result = kwshim_cli("doctor", "--json")
+    assert result.stderr.startswith("kwshim doctor: probing the installed Triton's interpreter")
+    json.loads(result.stdout)  # stdout stays machine-readable
