@@ -72,16 +72,43 @@ def pytest_load_initial_conftests(early_config, parser, args):
     if not _wanted(early_config):
         return
     os.environ.setdefault("TRITON_INTERPRET", "1")
-    from .runner import warn_if_interpret_is_ignored
+    from .runner import interpreter_store_problem, warn_if_interpret_is_ignored
     from .switch import activate
 
     warn_if_interpret_is_ignored()
+    problem = interpreter_store_problem()
+    if problem:  # loud, before any test shows only wrong numbers
+        raise pytest.UsageError(f"kwshim: {problem}")
 
     try:
         handle = activate(autotune=_policy(early_config), **_tolerances(early_config))
     except ValueError as exc:  # a tolerance below zero
         raise pytest.UsageError(str(exc)) from None
     setattr(early_config, _HANDLE_KEY, handle)
+
+
+def pytest_configure(config):
+    config.addinivalue_line(
+        "markers", "kwshim_autotune(policy): the autotune policy for this test under --kwshim (first, all, verify), "
+                   "e.g. 'all' for a kernel whose output depends on a Config value by design")
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_call(item):
+    """``@pytest.mark.kwshim_autotune("all")``: the test's body runs under that policy (a nested
+    handle), so one kernel or test can leave ``verify`` while the rest of the suite keeps it."""
+    marker = item.get_closest_marker("kwshim_autotune")
+    if marker is None or getattr(item.config, _HANDLE_KEY, None) is None:
+        yield
+        return
+    policy = marker.args[0] if marker.args else marker.kwargs.get("policy")
+    if policy not in _POLICIES:
+        raise pytest.UsageError(f"{item.nodeid}: @pytest.mark.kwshim_autotune({policy!r}): choose one of "
+                                f"{', '.join(_POLICIES)}")
+    from .switch import activate
+
+    with activate(autotune=policy, **_tolerances(item.config)):
+        yield
 
 
 def pytest_report_header(config):

@@ -11,19 +11,65 @@ import runpy
 import sys
 from typing import List, Optional
 
-__all__ = ["run_target", "warn_if_interpret_is_ignored"]
+__all__ = ["run_target", "warn_if_interpret_is_ignored", "start_up_problems", "interpreter_store_problem"]
 
 
 def warn_if_interpret_is_ignored() -> None:
-    """One line on stderr when TRITON_INTERPRET asks for the interpreter in a spelling the installed
-    Triton ignores (``true`` up to 3.3): the run would otherwise fail with '0 active drivers'."""
+    """One line on stderr for each start-up problem (``start_up_problems``)."""
+    for line in start_up_problems():
+        print(f"kwshim: {line}", file=sys.stderr, flush=True)
+
+
+def start_up_problems() -> List[str]:
+    """What would make a run under the switch fail without saying why, in one line each:
+    TRITON_INTERPRET spelled so that the installed Triton ignores it (``true`` up to 3.3), or the
+    interpreter off where Triton finds no GPU driver ("0 active drivers" at the first launch)."""
     from . import _triton
 
-    if not _triton.interpreter_requested() or os.environ.get("TRITON_INTERPRET", "").strip() == "1":
-        return
-    hint = _triton.ignored_interpret_hint(_triton.jit_makes_interpreted(), _triton.triton_version())
+    interpreted = _triton.jit_makes_interpreted()
+    hint = _triton.ignored_interpret_hint(interpreted, _triton.triton_version())
     if hint:
-        print(f"kwshim: {hint}", file=sys.stderr, flush=True)
+        return [hint]
+    if not interpreted and not _gpu_driver():
+        value = os.environ.get("TRITON_INTERPRET")
+        return [f"the interpreter is off (TRITON_INTERPRET={value if value is not None else 'unset'}) and Triton "
+                f"finds no GPU driver here: kernels will fail with '0 active drivers'; set TRITON_INTERPRET=1 to "
+                f"run them on the CPU"]
+    return []
+
+
+def _gpu_driver() -> bool:
+    try:
+        from triton.runtime import driver
+
+        driver.active.get_current_target()
+    except Exception:
+        return False
+    return True
+
+
+def _store_probe(out_ptr, value):
+    tl.store(out_ptr, value)  # noqa: F821  (``tl`` is put into this module's globals by the probe)
+
+
+def interpreter_store_problem() -> Optional[str]:
+    """Whether the interpreter's ``tl.store`` writes nothing here (Triton <= 3.1 with numpy >= 2):
+    probed with one launch; a sentence naming the cause, or None."""
+    from . import _triton
+
+    triton = _triton.import_triton()
+    if not _triton.jit_makes_interpreted():
+        return None
+    import numpy
+    import torch
+
+    globals()["tl"] = triton.language
+    out = torch.zeros(1, dtype=torch.int32)
+    triton.jit(_store_probe)[(1,)](out, 7)
+    if int(out[0]) == 7:
+        return None
+    return (f"the Triton {triton.__version__} interpreter's tl.store writes nothing with numpy {numpy.__version__}: "
+            f"every kernel would store wrong values; install 'numpy<2' (numpy 1.26 suits every Triton release)")
 
 
 def run_target(target: str, args: List[str], module: bool = False, policy: str = "all",
@@ -33,6 +79,9 @@ def run_target(target: str, args: List[str], module: bool = False, policy: str =
     ``rtol``, ``atol``, ``equal_nan`` of ``kwshim.activate``)."""
     os.environ.setdefault("TRITON_INTERPRET", "1")
     warn_if_interpret_is_ignored()
+    problem = interpreter_store_problem()
+    if problem:
+        print(f"kwshim: {problem}", file=sys.stderr, flush=True)
     from .switch import activate
 
     handle = activate(autotune=policy, **tolerances)

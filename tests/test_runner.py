@@ -8,6 +8,7 @@ import textwrap
 import pytest
 
 from ._subprocess import inherited_pythonpath
+from .kernels import needs_block_loads
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -145,9 +146,63 @@ def test_pytest_plugin_is_inert_unless_asked(tmp_path, args, ini, expect, policy
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
 
 
+@needs_block_loads
 def test_the_demo_under_kwshim_run_credits_the_switch(tmp_path):
     done = kwshim("run", os.path.join(ROOT, "examples", "demo.py"), cwd=tmp_path)
     assert done.returncode == 0, done.stderr[-2000:]
     assert "binds the parameter itself" not in done.stdout and "OK" in done.stdout
     if "bare Triton:   stored" in done.stdout:  # the switch fixed the bare kernel: say so
         assert "the switch (kwshim run / pytest --kwshim) fixed the bare kernel too" in done.stdout
+
+
+MARKED_TESTS = textwrap.dedent("""
+    import pytest
+    from kwshim import switch
+
+    @pytest.mark.kwshim_autotune("all")
+    def test_exempt():
+        assert switch.active_settings().policy == "all"
+
+    def test_default():
+        assert switch.active_settings().policy == "verify"
+""")
+
+
+def test_a_marker_sets_one_tests_policy_under_the_plugin(tmp_path):
+    (tmp_path / "test_marked.py").write_text(MARKED_TESTS)
+    done = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--kwshim",
+                           "--kwshim-autotune", "verify", "test_marked.py"], capture_output=True, text=True,
+                          cwd=tmp_path, env=environment(), timeout=300)
+    assert done.returncode == 0 and "2 passed" in done.stdout, done.stdout[-2000:] + done.stderr[-2000:]
+
+
+def test_the_plugin_refuses_to_start_where_the_interpreter_stores_nothing(tmp_path):
+    """Triton <= 3.1 with numpy 2: every store writes nothing. Simulated here by a plugin loaded
+    first that makes the probe report it; the real probe is checked healthy below."""
+    (tmp_path / "stores_nothing.py").write_text(
+        "import kwshim.runner\nkwshim.runner.interpreter_store_problem = lambda: 'stores write nothing (simulated)'\n")
+    (tmp_path / "test_x.py").write_text("def test_x():\n    pass\n")
+    done = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "stores_nothing",
+                           "--kwshim", "test_x.py"], capture_output=True, text=True, cwd=tmp_path,
+                          env=environment(PYTHONPATH=os.pathsep.join([str(tmp_path), ROOT, *inherited_pythonpath()])),
+                          timeout=300)
+    assert done.returncode != 0 and "kwshim: stores write nothing (simulated)" in done.stderr
+    assert "1 passed" not in done.stdout
+
+
+def test_the_real_store_probe_finds_this_environment_healthy():
+    from kwshim.runner import interpreter_store_problem
+
+    assert interpreter_store_problem() is None
+
+
+def test_kwshim_run_says_when_the_interpreter_is_off_and_no_gpu_driver_exists(tmp_path):
+    import torch
+
+    if torch.cuda.is_available():
+        pytest.skip("a GPU is present: compiled mode works here")
+    (tmp_path / "noop.py").write_text("print('ran')\n")
+    done = subprocess.run([sys.executable, "-m", "kwshim", "run", "noop.py"], capture_output=True, text=True,
+                          cwd=tmp_path, env=environment(TRITON_INTERPRET="0"), timeout=300)
+    assert "the interpreter is off (TRITON_INTERPRET=0) and Triton finds no GPU driver" in done.stderr
+    assert "set TRITON_INTERPRET=1" in done.stderr and "ran" in done.stdout
