@@ -12,7 +12,7 @@ from .options import get_target, set_target
 from .retrofit import kwsafe_module
 from .switch import activate
 
-__version__ = "0.2.0"
+__version__ = "0.2.0.dev0"
 
 __all__ = [
     "kwsafe",

@@ -38,6 +38,16 @@ def test_sdist_and_wheel_pass_twine_check(dist):
     assert done.returncode == 0, done.stdout + done.stderr
 
 
+def test_the_sdist_carries_the_tests_docs_and_examples(dist):
+    import tarfile
+
+    (sdist,) = glob.glob(str(dist / "*.tar.gz"))
+    names = {name.split("/", 1)[1] for name in tarfile.open(sdist).getnames() if "/" in name}
+    for needed in ("tests/conftest.py", "tests/kernels.py", "tests/fixtures/kernel_library.py", "docs/contract.md",
+                   "CHANGELOG.md", "README.md", "LICENSE", "examples/demo.py", "Makefile", "tools/matrix.py"):
+        assert needed in names, needed
+
+
 def test_the_wheel_carries_py_typed_and_the_license(dist):
     (wheel,) = glob.glob(str(dist / "*.whl"))
     names = zipfile.ZipFile(wheel).namelist()
