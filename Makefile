@@ -13,17 +13,26 @@ PYTEST_ARGS ?=
 
 venv: $(VENV)/.installed
 
-$(VENV)/.installed: setup.cfg setup.py pyproject.toml
+# kwshim with torch (the CPU build) and numpy: enough for the demo.
+$(VENV)/.base: setup.cfg setup.py pyproject.toml
+	@echo "== creating $(VENV): kwshim, torch 2.13.0 (CPU build), numpy<2 (about 700 MB)"
 	$(PYTHON) -m venv $(VENV)
-	$(PY) -m pip install --quiet --disable-pip-version-check -e '.[test]'
+	$(PY) -m pip install --disable-pip-version-check --progress-bar off -e . torch==2.13.0 'numpy>=1.21,<2'
 	touch $@
 
-.triton/%/.installed: | venv
+# The test toolchain on top (pytest, hypothesis, flake8, mypy, build, twine).
+$(VENV)/.installed: $(VENV)/.base
+	@echo "== installing the test toolchain into $(VENV)"
+	$(PY) -m pip install --disable-pip-version-check --progress-bar off -e '.[test]'
+	touch $@
+
+.triton/%/.installed: | $(VENV)/.base
+	@echo "== installing Triton $* into .triton/$* (0.4-1 GB)"
 	rm -rf .triton/$*
 	$(PY) -m pip install --quiet --disable-pip-version-check --no-deps --target .triton/$* 'triton==$*'
 	touch $@
 
-demo: venv .triton/$(DEMO_TRITON)/.installed
+demo: $(VENV)/.base .triton/$(DEMO_TRITON)/.installed
 	TRITON_INTERPRET=1 PYTHONPATH=.triton/$(DEMO_TRITON) $(PY) examples/demo.py
 
 # The full matrix: every Triton release 2.2.0..3.9.0 (+ wrapt 1.x rows); prints a table.

@@ -5,7 +5,8 @@
 One torch (the project's .venv) serves every release: each Triton goes into .triton/<release>
 (``pip install --no-deps --target``) and is selected with PYTHONPATH, as is wrapt 1.x from
 .wrapt/<version>. For each row it runs ``kwshim doctor --json`` (the bare interpreter's bugs,
-probed live) and pytest (kwsafe's result), writes matrix/results.json, prints a table, and with
+probed live) and pytest (kwsafe's result), says which row it is on as it goes, writes the results
+(.matrix/results.json, ignored by git; matrix/results.json with --readme), prints a table, and with
 ``--readme`` rewrites the table between the README's matrix markers. Exit status 1 if any row failed.
 """
 
@@ -137,7 +138,8 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--releases", nargs="+", default=RELEASES)
     parser.add_argument("--no-wrapt-1", action="store_true", help="skip the wrapt 1.x rows")
-    parser.add_argument("--results", default=os.path.join(ROOT, "matrix", "results.json"))
+    parser.add_argument("--results", help="write the results as JSON here (default: matrix/results.json with "
+                                          "--readme, else .matrix/results.json, which git ignores)")
     parser.add_argument("--readme", help="rewrite this README's matrix table from the results")
     options = parser.parse_args()
     start = time.perf_counter()
@@ -146,7 +148,13 @@ def main():
     if not options.no_wrapt_1:
         wrapt_folder = os.path.join(ROOT, ".wrapt", WRAPT_1)
         plan += [(release, wrapt_folder) for release in WRAPT_1_RELEASES if release in options.releases]
-    for release, wrapt_folder in plan:
+    if options.results is None:
+        options.results = os.path.join(ROOT, "matrix" if options.readme else ".matrix", "results.json")
+    print(f"kwshim test matrix: {len(plan)} rows (each Triton release installed into .triton/<release> on first "
+          f"use, 0.4-1 GB each; about 15 min on 2 cores)", flush=True)
+    for number, (release, wrapt_folder) in enumerate(plan, 1):
+        print(f"[{number}/{len(plan)}] Triton {release}{' with wrapt ' + WRAPT_1 if wrapt_folder else ''}: "
+              f"installing if needed, then the suite and the switch suite...", flush=True)
         if wrapt_folder:
             install("wrapt", WRAPT_1, wrapt_folder)
         row = run_row(release, wrapt_folder)
