@@ -86,7 +86,7 @@ def _byte_perm(x, y, s):
     return np.array(out, np.uint32).reshape(x.shape).view(x.dtype) if x.dtype.itemsize == 4 else np.array(out)
 
 
-_ROUNDED = {"rn": np.rint, "rz": np.trunc, "rd": np.floor, "ru": np.ceil}
+_ROUNDED: Dict[str, Callable[[Any], Any]] = {"rn": np.rint, "rz": np.trunc, "rd": np.floor, "ru": np.ceil}
 SAME = None  #: the result has the first tensor argument's dtype
 
 #: name: (function of NumPy arrays, result dtype: SAME, or a NumPy dtype, or "natural")
@@ -255,6 +255,9 @@ def _missing(name, release):
     return missing
 
 
+_KEPT: List[Any] = []
+
+
 @functools.lru_cache(maxsize=None)
 def _replacements():
     """({id(original function): CPU implementation}, {id(libdevice module): namespace of them}) for
@@ -263,7 +266,7 @@ def _replacements():
 
     functions: Dict[int, Any] = {}
     modules: Dict[int, Any] = {}
-    keep = []  # the originals, so that their ids stay theirs
+    keep = _KEPT  # the originals, so that their ids stay theirs
     for module_name in _MODULES:
         try:
             module = importlib.import_module(module_name)
@@ -282,7 +285,6 @@ def _replacements():
             setattr(namespace, name, replacement)
         modules[id(module)] = namespace
         keep.append(module)
-    _replacements.keep = keep  # type: ignore[attr-defined]
     return functions, modules
 
 
