@@ -348,3 +348,25 @@ def test_verify_reaches_tensors_inside_host_tensor_descriptors():
 def test_tolerances_are_checked(bad):
     with pytest.raises(ValueError, match="must be a number >= 0"):
         kwshim.activate(autotune="verify", **bad)
+
+
+def test_config_pre_hooks_and_a_user_post_hook_act_as_on_a_gpu():
+    calls = []
+    has_post_hook = "post_hook" in __import__("inspect").signature(triton.autotune).parameters
+
+    def zero(nargs):
+        nargs["acc_ptr"].zero_()
+
+    configs = [triton.Config({"SLOT": i}, pre_hook=zero) for i in range(3)]
+    x, acc = torch.ones(1), torch.full((1,), 9.0)
+    with kwshim.activate(autotune="all"):
+        kernel = triton.autotune(configs=configs, key=[])(accumulating())
+        if has_post_hook:
+            kernel.post_hook = lambda *args, **kwargs: calls.append(1)
+        kernel[GRID](x, acc)
+    assert float(acc[0]) == 1.0  # each run, and the launch, start from the Config's zeroing
+    with kwshim.activate(autotune="verify"):
+        acc.fill_(9.0)
+        triton.autotune(configs=configs, key=[])(accumulating())[GRID](x, acc)
+    assert float(acc[0]) == 1.0
+    assert calls == ([1, 1, 1] if has_post_hook else [])  # a user post-hook: once per tuning run
