@@ -32,6 +32,7 @@ BEGIN, END = "<!-- suites:begin -->", "<!-- suites:end -->"
 #: (class, pattern in the failure's text), first match wins
 CLASSES = [
     ("timeout", r"kwshim-suites: timeout"),
+    ("missing dependency", r"requires transformers|No module named"),
     ("binding", r"missing \d+ required positional argument|unexpected keyword argument|got multiple values"),
     ("autotune", r"0 active drivers|active drivers|do_bench|get_benchmarker"),
     ("bf16 on CPU", r"BFloat16|bfloat16|bf16"),
