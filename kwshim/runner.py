@@ -57,10 +57,13 @@ def interpreter_store_problem() -> Optional[str]:
     probed with one launch; a sentence naming the cause, or None."""
     from . import _triton
 
+    import numpy
+
+    if int(numpy.__version__.split(".")[0]) < 2:  # only numpy 2 breaks stores: no launch at start-up otherwise
+        return None  # (2.2's interpreter patches modules on a launch in ways other plugins trip over)
     triton = _triton.import_triton()
     if not _triton.jit_makes_interpreted():
         return None
-    import numpy
     import torch
 
     globals()["tl"] = triton.language

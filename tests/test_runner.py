@@ -190,10 +190,22 @@ def test_the_plugin_refuses_to_start_where_the_interpreter_stores_nothing(tmp_pa
     assert "1 passed" not in done.stdout
 
 
-def test_the_real_store_probe_finds_this_environment_healthy():
-    from kwshim.runner import interpreter_store_problem
+def test_the_real_store_probe_launches_and_finds_this_environment_healthy(monkeypatch):
+    """The probe launches only under numpy 2; made to launch here (numpy < 2), it finds stores working."""
+    import numpy
 
-    assert interpreter_store_problem() is None
+    from kwshim import _triton, runner
+
+    probed = []
+    real = _triton.jit_makes_interpreted
+
+    def counting():
+        probed.append(1)
+        return real()
+
+    monkeypatch.setattr(numpy, "__version__", "2.0.0")
+    monkeypatch.setattr(_triton, "jit_makes_interpreted", counting)
+    assert runner.interpreter_store_problem() is None and probed == [1]
 
 
 def test_kwshim_run_says_when_the_interpreter_is_off_and_no_gpu_driver_exists(tmp_path):
