@@ -225,8 +225,29 @@ class _Verification:
             self.capturing = False
 
     def run_config(self, kernel_call):
-        """Run one Config as ``verify`` does; returns its CPU time in ms (the GPU-order run)."""
+        """Run one Config as ``verify`` does on the CPU; returns its CPU time in ms (the GPU-order run)."""
         before = None if self.snapshot.is_current() else State(self.snapshot.tensors)
+        elapsed = self._compared_run(kernel_call, before)
+        if before is not None:  # the GPU's run, from where the Configs before left the tensors
+            before.put()
+            try:
+                elapsed = _timed(kernel_call)
+            except BaseException:
+                before.put()
+                raise
+        return elapsed
+
+    def check_config(self, kernel_call):
+        """Compiled mode: run the Config once from the snapshot, compare it, and put the tensors
+        back where the Configs before it left them, for Triton's benchmarker to time it there."""
+        before = State(self.snapshot.tensors)
+        self._compared_run(kernel_call, before)
+        before.put()
+
+    def _compared_run(self, kernel_call, before):
+        """Run the Config once from the snapshot and compare its results with the first Config's,
+        taken before its post-hook restores anything. ``before``: the tensors as the Configs before
+        left them (None where that is the snapshot), put back if the run fails. Returns ms."""
         if before is not None:
             self.snapshot.put()
         self.capturing, self.captured = True, None
@@ -235,9 +256,6 @@ class _Verification:
             if self.captured is None:  # no post-hook was called (none in this release's kernel_call)
                 self.capture()
             self.compare(self.config, self.captured)
-            if before is not None:  # the GPU's run, from where the Configs before left the tensors
-                before.put()
-                elapsed = _timed(kernel_call)
         except (ConfigDivergenceError, AutotuneSideEffectError):
             raise
         except BaseException:  # a Config that fails leaves the tensors as the Configs before it did
@@ -245,25 +263,6 @@ class _Verification:
             (before or self.snapshot).put()
             raise
         return elapsed
-
-    def check_config(self, kernel_call):
-        """Compiled mode: run the Config once from the snapshot, compare it, and put the tensors
-        back where the Configs before it left them, for Triton's benchmarker to time it there."""
-        before = State(self.snapshot.tensors)
-        self.snapshot.put()
-        self.capturing, self.captured = True, None
-        try:
-            kernel_call()
-            if self.captured is None:
-                self.capture()
-            self.compare(self.config, self.captured)
-        except (ConfigDivergenceError, AutotuneSideEffectError):
-            raise
-        except BaseException:
-            self.capturing = False
-            before.put()
-            raise
-        before.put()
 
     def compare(self, config, results):
         if self.reference is None:

@@ -23,3 +23,14 @@ def pytest_collection_modifyitems(config, items):
     for item in items:
         if "kwsafe_api" in item.keywords:
             item.add_marker(skip)
+
+
+@pytest.fixture
+def no_switch_left_on():
+    """For the switch's tests: every handle a test leaves active is deactivated, and the switch is off."""
+    yield
+    from kwshim import switch
+
+    for handle in list(switch._HANDLES):
+        handle.deactivate()
+    assert not switch.is_active()

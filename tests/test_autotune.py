@@ -8,7 +8,7 @@ import triton
 import triton.language as tl
 
 import kwshim
-from kwshim import AutotuneSideEffectError, ConfigDivergenceError, switch
+from kwshim import AutotuneSideEffectError, ConfigDivergenceError
 
 from .kernels import needs_block_loads
 
@@ -16,12 +16,7 @@ GRID = (1,)
 THREE = [triton.Config({"SLOT": i}, num_warps=w) for i, w in enumerate((1, 2, 4))]
 
 
-@pytest.fixture(autouse=True)
-def no_switch_left_on():
-    yield
-    for handle in list(switch._HANDLES):
-        handle.deactivate()
-    assert not switch.is_active()
+pytestmark = pytest.mark.usefixtures("no_switch_left_on")
 
 
 def accumulating():

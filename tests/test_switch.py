@@ -21,12 +21,7 @@ GRID = (1,)
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
-@pytest.fixture(autouse=True)
-def no_switch_left_on():
-    yield
-    for handle in list(switch._HANDLES):
-        handle.deactivate()
-    assert not switch.is_active()
+pytestmark = pytest.mark.usefixtures("no_switch_left_on")
 
 
 def stored(out):
