@@ -288,29 +288,56 @@ def _replacements():
     return functions, modules
 
 
-def _builder_gaps(builder_class):
-    """(name, replacement) for what the installed ``InterpreterBuilder`` lacks for ``~`` on booleans
-    (3.0-3.1: no ``get_int1_ty``, and ``get_all_ones_value`` refuses int1), probed on the class."""
+def _all_ones(type):
+    """The interpreter's all-ones scalar of an integer or boolean type (what ``~x`` XORs with)."""
     import triton.language as tl
     from triton.runtime.interpreter import TensorHandle
+
+    scalar = getattr(type, "scalar", type)
+    if scalar == tl.int1:
+        return TensorHandle(np.full(1, True, dtype=np.bool_), scalar)
+    numpy_type = {"int8": np.int8, "int16": np.int16, "int32": np.int32, "int64": np.int64, "uint8": np.uint8,
+                  "uint16": np.uint16, "uint32": np.uint32, "uint64": np.uint64}.get(getattr(scalar, "name", ""))
+    if numpy_type is None:
+        raise TypeError(f"unsupported type {type}")
+    return TensorHandle(np.full(1, np.iinfo(numpy_type).max if np.issubdtype(numpy_type, np.unsignedinteger)
+                                else -1, dtype=numpy_type), scalar)
+
+
+def _builder_gaps(builder_class):
+    """(name, replacement) for what the installed interpreter builder lacks for ``~`` on booleans
+    (3.0-3.3: no ``get_int1_ty``, and ``get_all_ones_value`` refuses int1; 2.3: no
+    ``get_all_ones_value`` at all), probed on the class."""
+    import triton.language as tl
 
     gaps = []
     if not hasattr(builder_class, "get_int1_ty"):
         gaps.append(("get_int1_ty", lambda self: tl.int1))
     original = getattr(builder_class, "get_all_ones_value", None)
-    if original is not None:
-        try:
-            original(None, tl.int1)
-        except TypeError:
-            def get_all_ones_value(self, type):
-                if type.scalar == tl.int1:
-                    return TensorHandle(np.full(1, True, dtype=np.bool_), type.scalar)
-                return original(self, type)
+    if original is None:
+        gaps.append(("get_all_ones_value", lambda self, type: _all_ones(type)))
+        return gaps
+    try:
+        original(None, tl.int1)
+    except TypeError:
+        def get_all_ones_value(self, type):
+            if getattr(type, "scalar", type) == tl.int1:
+                return _all_ones(type)
+            return original(self, type)
 
-            gaps.append(("get_all_ones_value", get_all_ones_value))
-        except Exception:  # noqa: S110  (another failure: not the gap this probe looks for)
-            pass
+        gaps.append(("get_all_ones_value", get_all_ones_value))
+    except Exception:  # noqa: S110  (another failure: not the gap this probe looks for)
+        pass
     return gaps
+
+
+def _builder_class(interpreter):
+    """The installed interpreter's builder class: ``InterpreterBuilder`` (3.x) or ``Builder`` (2.x)."""
+    for name in ("InterpreterBuilder", "Builder"):
+        found = getattr(interpreter, name, None)
+        if isinstance(found, type) and hasattr(found, "set_grid_dim"):
+            return found
+    return None
 
 
 def install(patches):
@@ -318,7 +345,7 @@ def install(patches):
     gaps, through ``patches`` (reversible: the switch undoes them)."""
     from triton.runtime import interpreter
 
-    builder_class = getattr(interpreter, "InterpreterBuilder", None)
+    builder_class = _builder_class(interpreter)
     if builder_class is not None:
         for name, replacement in _builder_gaps(builder_class):
             patches.set(builder_class, name, replacement)

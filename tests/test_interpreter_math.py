@@ -127,7 +127,13 @@ def test_bitwise_not_of_a_boolean_works_under_the_switch_and_the_builder_is_rest
     """3.0's interpreter: 'InterpreterBuilder' object has no attribute 'get_int1_ty' (multi_token_attention)."""
     from triton.runtime import interpreter
 
-    builder = getattr(interpreter, "InterpreterBuilder", None)
+    from kwshim.interpreter_math import _builder_class
+
+    builder = _builder_class(interpreter)
+    try:
+        interpreter._get_np_dtype(tl.int1)
+    except (KeyError, AttributeError):
+        pytest.skip("this release's interpreter has no int1 values at all (2.x)")
     before = dict(vars(builder)) if builder is not None else None
     x, out = torch.tensor([0.0, 1.0, 2.0, 3.0]), torch.zeros(4, dtype=torch.int32)
     with kwshim.activate():
