@@ -340,10 +340,44 @@ def _builder_class(interpreter):
     return None
 
 
+def _cpu_sort(original):
+    """``tl.sort`` on the interpreter's tensors with NumPy (a stable sort of the minor dimension,
+    as the bitonic network orders values); 3.0's interpreter cannot run the network on 1-D
+    blocks (``operands could not be broadcast together``). bf16, kept as its bits, goes to Triton's own."""
+
+    def sort(x, dim=None, descending=0, **kwargs):
+        import triton.language as tl
+        from triton.runtime.interpreter import TensorHandle
+
+        dim = dim.value if isinstance(dim, tl.constexpr) else dim
+        descending = descending.value if isinstance(descending, tl.constexpr) else descending
+        data = getattr(getattr(x, "handle", None), "data", None)
+        if data is None or kwargs or x.dtype == tl.bfloat16:
+            return original(x, dim, descending, **kwargs)
+        axis = len(x.shape) - 1 if dim is None else dim
+        result = np.sort(data, axis=axis, kind="stable")
+        if descending:
+            result = np.flip(result, axis=axis)
+        return tl.tensor(TensorHandle(np.ascontiguousarray(result), x.handle.dtype), x.type)
+
+    sort.__name__ = "sort"
+    sort.__wrapped__ = original
+    return sort
+
+
 def install(patches):
-    """Replace every public function of the libdevice modules, and fill the interpreter builder's
-    gaps, through ``patches`` (reversible: the switch undoes them)."""
+    """Replace every public function of the libdevice modules, ``tl.sort``, and fill the interpreter
+    builder's gaps, through ``patches`` (reversible: the switch undoes them)."""
+    import triton.language as tl
     from triton.runtime import interpreter
+
+    original_sort = vars(tl).get("sort")
+    if original_sort is not None:
+        cpu_sort = _cpu_sort(original_sort)
+        patches.set(tl, "sort", cpu_sort)
+        standard = sys.modules.get("triton.language.standard")
+        if standard is not None and vars(standard).get("sort") is original_sort:
+            patches.set(standard, "sort", cpu_sort)
 
     builder_class = _builder_class(interpreter)
     if builder_class is not None:
