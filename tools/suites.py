@@ -33,6 +33,7 @@ BEGIN, END = "<!-- suites:begin -->", "<!-- suites:end -->"
 CLASSES = [
     ("timeout", r"kwshim-suites: timeout"),
     ("missing dependency", r"requires transformers|No module named"),
+    ("Triton's own type rule (compiled too)", r"different signedness"),
     ("binding", r"missing \d+ required positional argument|unexpected keyword argument|got multiple values"),
     ("autotune", r"0 active drivers|active drivers|do_bench|get_benchmarker"),
     ("bf16 on CPU", r"BFloat16|bfloat16|bf16"),
