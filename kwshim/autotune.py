@@ -400,9 +400,9 @@ def install(patches, settings_now, patch_run=True):
     jit_class = _triton.kernel_classes().jit
 
     def run(self, *args, **kwargs):
-        if type(self.fn) is jit_class and settings_now().policy != "verify":  # compiled, the common case
-            return original_run(self, *args, **kwargs)
         settings = settings_now()
+        if type(self.fn) is jit_class and settings.policy != "verify":  # compiled, the common case
+            return original_run(self, *args, **kwargs)
         if not _triton.is_interpreted(self):  # compiled: Triton's own, except under verify
             if settings.policy != "verify":
                 return original_run(self, *args, **kwargs)

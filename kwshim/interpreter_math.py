@@ -46,27 +46,28 @@ def _gamma(v):
     return math.gamma(v) if v > 0 or v != math.floor(v) else math.nan
 
 
-def _clz(x):
+def _per_bits(x, per_value, dtype=np.int32):
+    """``per_value(value, bits)`` on each element's unsigned bits: the integer bit functions."""
     bits = x.dtype.itemsize * 8
-    unsigned = x.astype({4: np.uint32, 8: np.uint64}[x.dtype.itemsize]).astype(object)
-    return np.array([bits - int(v).bit_length() for v in unsigned.ravel()], np.int32).reshape(x.shape)
+    unsigned = x.astype({4: np.uint32, 8: np.uint64}[x.dtype.itemsize])
+    return np.array([per_value(int(v), bits) for v in unsigned.ravel()], dtype).reshape(x.shape)
+
+
+def _clz(x):
+    return _per_bits(x, lambda v, bits: bits - v.bit_length())
 
 
 def _popc(x):
-    unsigned = x.astype({4: np.uint32, 8: np.uint64}[x.dtype.itemsize]).astype(object)
-    return np.array([bin(int(v)).count("1") for v in unsigned.ravel()], np.int32).reshape(x.shape)
+    return _per_bits(x, lambda v, bits: bin(v).count("1"))
 
 
 def _brev(x):
-    bits = x.dtype.itemsize * 8
-    unsigned = x.astype({4: np.uint32, 8: np.uint64}[x.dtype.itemsize])
-    out = [int(format(int(v), f"0{bits}b")[::-1], 2) for v in unsigned.ravel()]
-    return np.array(out, unsigned.dtype).reshape(x.shape).view(x.dtype)
+    unsigned = {4: np.uint32, 8: np.uint64}[x.dtype.itemsize]
+    return _per_bits(x, lambda v, bits: int(format(v, f"0{bits}b")[::-1], 2), unsigned).view(x.dtype)
 
 
 def _ffs(x):
-    unsigned = x.astype({4: np.uint32, 8: np.uint64}[x.dtype.itemsize]).astype(object)
-    return np.array([(int(v) & -int(v)).bit_length() for v in unsigned.ravel()], np.int32).reshape(x.shape)
+    return _per_bits(x, lambda v, bits: (v & -v).bit_length())
 
 
 def _mulhi(x, y):

@@ -72,10 +72,10 @@ def pytest_load_initial_conftests(early_config, parser, args):
     if not _wanted(early_config):
         return
     os.environ.setdefault("TRITON_INTERPRET", "1")
-    from .runner import interpreter_store_problem, warn_if_interpret_is_ignored
+    from .runner import interpreter_store_problem, warn_start_up_problems
     from .switch import activate
 
-    warn_if_interpret_is_ignored()
+    warn_start_up_problems()
     problem = interpreter_store_problem()
     if problem:  # loud, before any test shows only wrong numbers
         raise pytest.UsageError(f"kwshim: {problem}")

@@ -11,10 +11,10 @@ import runpy
 import sys
 from typing import List, Optional
 
-__all__ = ["run_target", "warn_if_interpret_is_ignored", "start_up_problems", "interpreter_store_problem"]
+__all__ = ["run_target", "warn_start_up_problems", "start_up_problems", "interpreter_store_problem"]
 
 
-def warn_if_interpret_is_ignored() -> None:
+def warn_start_up_problems() -> None:
     """One line on stderr for each start-up problem (``start_up_problems``)."""
     for line in start_up_problems():
         print(f"kwshim: {line}", file=sys.stderr, flush=True)
@@ -81,7 +81,7 @@ def run_target(target: str, args: List[str], module: bool = False, policy: str =
     with ``sys.argv`` = ``[target, *args]`` and the switch on under ``policy`` (``tolerances``:
     ``rtol``, ``atol``, ``equal_nan`` of ``kwshim.activate``)."""
     os.environ.setdefault("TRITON_INTERPRET", "1")
-    warn_if_interpret_is_ignored()
+    warn_start_up_problems()
     problem = interpreter_store_problem()
     if problem:
         print(f"kwshim: {problem}", file=sys.stderr, flush=True)
