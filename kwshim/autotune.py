@@ -351,10 +351,12 @@ def cpu_bench(kernel_call, quantiles=None, **ignored):
         real = current.real_bench or (lambda call, quantiles=None, **kw: _gpu_bench(call, quantiles, **kw))
         return real(kernel_call, quantiles=quantiles, **ignored)
     order = current.next_order()
-    if current.verification is not None:
-        elapsed = current.verification.run_config(kernel_call)
+    if current.verification is None:
+        start = time.perf_counter()  # _timed, inlined: this runs once per Config per tuning
+        kernel_call()
+        elapsed = (time.perf_counter() - start) * 1000.0
     else:
-        elapsed = _timed(kernel_call)
+        elapsed = current.verification.run_config(kernel_call)
     timing = Timing(elapsed, order)
     return [timing] * len(quantiles) if quantiles else timing
 
@@ -388,8 +390,13 @@ def install(patches, settings_now, patch_run=True):
     Autotuner = autotuner_module.Autotuner
     original_init, original_run, original_bench = Autotuner.__init__, Autotuner.run, Autotuner._bench
     parameters = list(inspect.signature(original_init).parameters)
-    #: where do_bench sits among __init__'s arguments after self and fn (None: no such parameter)
+    #: where do_bench sits among __init__'s arguments after self and fn (None: no such parameter,
+    #: 2.2-3.1, whose ``_bench`` calls the module's own ``do_bench``)
     do_bench_position = parameters.index("do_bench") - 2 if "do_bench" in parameters else None
+    #: what ``_bench`` swaps on the instance for one call: the benchmarker (3.2+), and under verify
+    #: also the post-hook
+    swapped_all = ("do_bench",) if do_bench_position is not None else ()
+    swapped_verify = swapped_all + ("post_hook",)
 
     def __init__(self, fn, *args, **kwargs):
         if (do_bench_position is not None and len(args) <= do_bench_position and kwargs.get("do_bench") is None
@@ -397,13 +404,15 @@ def install(patches, settings_now, patch_run=True):
             kwargs["do_bench"] = cpu_bench
         original_init(self, fn, *args, **kwargs)
 
-    jit_class = _triton.kernel_classes().jit
+    jit_class, interpreted_class = _triton.kernel_classes().jit, _triton.kernel_classes().interpreted
 
     def run(self, *args, **kwargs):
         settings = settings_now()
-        if type(self.fn) is jit_class and settings.policy != "verify":  # compiled, the common case
+        kind = type(self.fn)
+        if kind is jit_class and settings.policy != "verify":  # compiled, the common case
             return original_run(self, *args, **kwargs)
-        if not _triton.is_interpreted(self):  # compiled: Triton's own, except under verify
+        if kind is not interpreted_class and not _triton.is_interpreted(self):
+            # compiled: Triton's own, except under verify
             if settings.policy != "verify":
                 return original_run(self, *args, **kwargs)
             return _verified_run(self, settings, args, kwargs, compiled=True)
@@ -463,11 +472,12 @@ def install(patches, settings_now, patch_run=True):
                     self, current.settings, reachable_tensors(names, args, meta))
             verification.config = config
         # 3.2+: the instance's benchmarker, for this call only (verify: also the post-hook)
-        swapped = ("do_bench",) if verification is None else ("do_bench", "post_hook")
+        swapped = swapped_all if verification is None else swapped_verify
         saved = [(name, self.__dict__.get(name, _ABSENT)) for name in swapped]
         if current.compiled and current.real_bench is None and hasattr(type(self), "do_bench"):
             current.real_bench = self.do_bench  # what Triton would time with (3.2+)
-        self.__dict__["do_bench"] = cpu_bench
+        if swapped_all:
+            self.__dict__["do_bench"] = cpu_bench
         if verification is not None:
             self.__dict__["post_hook"] = _capturing(verification, getattr(self, "post_hook", None))
         try:

@@ -84,8 +84,10 @@ class LaunchPaths:
         arity = -1 if declares_injected else plan.arity
         empty: dict = {}
 
+        check_options = options.check
+
         def check(kwargs):
-            options.check(name, kwargs)
+            check_options(name, kwargs)
 
         # Only keywords some backend validates, or deprecated ones, need the options check.
         checked = options.option_names() | frozenset(options.DEPRECATED)
@@ -97,11 +99,9 @@ class LaunchPaths:
             raw = interpreter_math.with_swaps(raw, math_swaps, _LAUNCH_LOCK)
             arity = -2  # every launch through ``raw``: no fast path around the swaps
 
-        def with_injected(kwargs, hooks=None):
-            """The launch's keywords as compiled ``run`` completes them (a copy), where that
+        def with_injected(kwargs):
+            """The launch's keywords as compiled ``run`` completes them (a copy). Called where that
             matters: the kernel declares an injected name, the caller gave one, or hooks see them."""
-            if not (declares_injected or hooks or not injected_names.isdisjoint(kwargs)):
-                return kwargs
             kwargs = dict(kwargs)
             for key, (value, caller_wins) in injected.items():
                 if not (caller_wins and key in kwargs):
@@ -116,12 +116,13 @@ class LaunchPaths:
             if bound is None:
                 fail(args, kwargs, check)
             if not checked.isdisjoint(kwargs):
-                check(kwargs)
+                check_options(name, kwargs)
             return bound
 
         def launch(grid, args, kwargs):
             hooks = kernel.pre_run_hooks if has_hooks else None
-            kwargs = with_injected(kwargs, hooks)
+            if declares_injected or hooks or not injected_names.isdisjoint(kwargs):
+                kwargs = with_injected(kwargs)
             if hooks:  # compiled Triton calls them with the caller's values, before binding
                 for hook in list(hooks):
                     hook(*args, **kwargs)
@@ -173,7 +174,9 @@ class LaunchPaths:
             elif callable(grid):
                 grid = _tuple_grid(grid)
             if warmup:  # compiled Triton compiles without launching: bind and check only
-                bind_checked(args, with_injected(kwargs))
+                if declares_injected or not injected_names.isdisjoint(kwargs):
+                    kwargs = with_injected(kwargs)
+                bind_checked(args, kwargs)
                 return None
             if not kwargs and len(args) == arity and not (has_hooks and kernel.pre_run_hooks):
                 return raw(grid, args if convert is None else convert(args), empty)
@@ -247,6 +250,9 @@ class RunSlot:
     def __get__(self, kernel, owner=None):
         if kernel is None:
             return self
+        entry = _PATHS.get(id(kernel))  # ``paths_of`` inlined: every autotuner launches through here
+        if entry is not None and entry[0]() is kernel:
+            return entry[1].run
         return paths_of(kernel).run
 
     def __set__(self, kernel, value):

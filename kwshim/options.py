@@ -165,31 +165,37 @@ def option_names() -> frozenset:
     return frozenset(names)
 
 
-_verdicts: Dict[tuple, Optional[str]] = {}
+#: verdicts by the option values given: ``frozenset`` of (name, type, value), the type so that
+#: ``num_warps=4.0`` is not answered with ``num_warps=4``'s verdict
+_verdicts: Dict[frozenset, Optional[str]] = {}
+_DEPRECATED_NAMES = frozenset(DEPRECATED)
 
 
 def check(kernel_name: str, keywords: dict) -> None:
     """Refuse the launch's option values as compiled Triton would (a ``LaunchOptionError``,
-    which is an ``AssertionError``), naming the kernel, the option and the value."""
-    names = option_names()
-    given = {k: v for k, v in keywords.items() if k in names}
-    if given:
-        _check_values(kernel_name, given)
-    for key in DEPRECATED:
-        if key in keywords:
-            raise LaunchOptionError(f"{kernel_name}(): {DEPRECATED[key]}")
+    which is an ``AssertionError``), naming the kernel, the option and the value. It runs on
+    every launch that carries an option keyword (every autotuner's launch): a set intersection
+    and one lookup when the values were seen before."""
+    present = option_names().intersection(keywords)
+    if present:
+        try:
+            key = frozenset([(name, type(keywords[name]), keywords[name]) for name in present])
+            verdict = _verdicts[key]
+        except KeyError:
+            verdict = _verdicts[key] = _judge(_in_order(keywords, present))
+        except TypeError:  # an unhashable value: judge it every time
+            verdict = _judge(_in_order(keywords, present))
+        if verdict is not None:
+            raise LaunchOptionError(f"{kernel_name}(): {verdict}")
+    if not _DEPRECATED_NAMES.isdisjoint(keywords):
+        for name in DEPRECATED:
+            if name in keywords:
+                raise LaunchOptionError(f"{kernel_name}(): {DEPRECATED[name]}")
 
 
-def _check_values(kernel_name, given):
-    try:
-        key = tuple(sorted(given.items()))
-        verdict = _verdicts[key]
-    except KeyError:
-        verdict = _verdicts[key] = _judge(given)
-    except TypeError:  # an unhashable value: judge it every time
-        verdict = _judge(given)
-    if verdict is not None:
-        raise LaunchOptionError(f"{kernel_name}(): {verdict}")
+def _in_order(keywords, names):
+    """The options given, in the caller's order (the error names the first refused one)."""
+    return {name: value for name, value in keywords.items() if name in names}
 
 
 def _judge(given: dict) -> Optional[str]:

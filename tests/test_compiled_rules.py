@@ -48,6 +48,14 @@ def test_num_warps_not_a_power_of_two_is_refused_naming_kernel_option_and_value(
     assert stored(out) == 0
 
 
+def test_an_accepted_value_does_not_vouch_for_an_equal_value_of_another_type(out):
+    needs_backends()
+    kernels.plain_store[GRID](out, 1, num_warps=4)  # accepted: its verdict is remembered
+    with pytest.raises(LaunchOptionError, match=r"num_warps=4\.0 is refused"):
+        kernels.plain_store[GRID](out, 2, num_warps=4.0)  # 4.0 == 4, but the backend refuses a float
+    assert stored(out) == 1
+
+
 def test_a_positional_value_is_not_an_option(out):
     kernels.warps_stages[GRID](out, 3, 1)  # compiled Triton reads options from keywords only
     assert stored(out) == 31
