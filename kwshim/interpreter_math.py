@@ -16,6 +16,7 @@ reaches ``from ...libdevice import tanh`` done before anything was switched on.
 import functools
 import importlib
 import math
+from fractions import Fraction
 import sys
 import types
 from typing import Any, Callable, Dict, List, Tuple
@@ -88,6 +89,106 @@ def _byte_perm(x, y, s):
 
 
 _ROUNDED: Dict[str, Callable[[Any], Any]] = {"rn": np.rint, "rz": np.trunc, "rd": np.floor, "ru": np.ceil}
+
+
+# -- rounding modes (``_rn``, ``_rz``, ``_rd``, ``_ru``): exact, element by element ---------------
+# NumPy rounds each operation to nearest. A directed variant (and a fused multiply-add, which rounds
+# once) computes the exact result as a rational number and rounds it in the result's dtype as the
+# GPU's instruction does. Slow (Python per element), for the few kernels that ask for it.
+
+def _round_exact(exact, dtype, mode):
+    """The ``dtype`` value that rounding ``mode`` gives for the exact nonzero rational ``exact``."""
+    largest = np.finfo(dtype).max
+    if abs(exact) > Fraction(float(largest)):  # past the largest finite value: to it, or to infinity
+        if mode == "rn":
+            half_ulp = (Fraction(float(largest)) - Fraction(float(np.nextafter(largest, dtype.type(0))))) / 2
+            away = abs(exact) >= Fraction(float(largest)) + half_ulp
+        else:
+            away = (mode == "ru" and exact > 0) or (mode == "rd" and exact < 0)
+        return dtype.type(math.copysign(math.inf if away else float(largest), exact))
+    candidate = dtype.type(float(exact))  # one of the two neighbours of ``exact``
+    value = Fraction(float(candidate))
+    if value == exact:
+        return candidate
+    other = np.nextafter(candidate, dtype.type(math.inf if value < exact else -math.inf))
+    if mode == "rn":
+        near, far = abs(value - exact), abs(Fraction(float(other)) - exact)
+        even = int(np.asarray(other).view({4: np.uint32, 8: np.uint64}[dtype.itemsize])) % 2 == 0
+        return other if far < near or (far == near and even) else candidate
+    lower = mode == "rd" or (mode == "rz" and exact > 0)
+    return other if (value > exact) == lower else candidate
+
+
+def _signed_zero_sum(mode, addend, other):
+    """The zero that an exact zero sum takes (IEEE 754, 6.3): the addends' sign if they share it
+    (both zeros), else +0, or -0 when rounding down."""
+    if bool(np.signbit(addend)) == bool(np.signbit(other)):
+        return -0.0 if np.signbit(addend) else 0.0
+    return -0.0 if mode == "rd" else 0.0
+
+
+def _rounded(mode, exact, nearest, addends=None):
+    """A NumPy function: ``exact(*values)`` (on Fractions) rounded by ``mode``, element by element.
+    ``nearest`` gives the array (and what the mode does not change: NaN and infinite operands,
+    division by zero, the sign of a zero product). ``addends(*values)``: the two addends of a sum,
+    whose exact zero takes its sign from them and the mode."""
+
+    def apply(*arrays):
+        result = np.array(nearest(*arrays))
+        for index in np.ndindex(result.shape):
+            values = [a[index] for a in arrays]
+            if any(isinstance(v, np.floating) and not np.isfinite(v) for v in values):
+                continue
+            try:
+                value = exact(*(Fraction(int(v)) if isinstance(v, np.integer) else Fraction(float(v))
+                                for v in values))
+            except ZeroDivisionError:
+                continue
+            if value != 0:
+                result[index] = _round_exact(value, result.dtype, mode)
+            elif addends is not None:
+                result[index] = _signed_zero_sum(mode, *addends(*values))
+        return result
+
+    return apply
+
+
+def _sqrt_rounded(mode):
+    """``sqrt`` rounded by ``mode``: NumPy's correctly rounded root, one step over where its square
+    lies on the wrong side of the operand."""
+
+    def apply(x):
+        result = np.array(np.sqrt(x))
+        for index in np.ndindex(result.shape):
+            root = result[index]
+            if np.isfinite(root) and root != 0:
+                square, operand = Fraction(float(root)) ** 2, Fraction(float(x[index]))
+                if mode != "ru" and square > operand:
+                    result[index] = np.nextafter(root, result.dtype.type(-math.inf))
+                elif mode == "ru" and square < operand:
+                    result[index] = np.nextafter(root, result.dtype.type(math.inf))
+        return result
+
+    return apply
+
+
+def _fma(mode):
+    """``x * y + z`` rounded once. fp32 to nearest goes through float64, where the product is exact."""
+    rounded = _rounded(mode, lambda x, y, z: x * y + z, lambda x, y, z: x * y + z,
+                       lambda x, y, z: (-1.0 if _opposite_signs(x, y) else 1.0, z))
+
+    def apply(x, y, z):
+        if mode == "rn" and x.dtype == np.float32:
+            return (x.astype(np.float64) * y.astype(np.float64) + z.astype(np.float64)).astype(np.float32)
+        return rounded(x, y, z)
+
+    return apply
+
+
+def _opposite_signs(x, y):
+    return bool(np.signbit(x)) != bool(np.signbit(y))
+
+
 SAME = None  #: the result has the first tensor argument's dtype
 
 #: name: (function of NumPy arrays, result dtype: SAME, or a NumPy dtype, or "natural")
@@ -107,11 +208,11 @@ _add("log fast_logf", np.log)
 _add("log2 fast_log2f", np.log2)
 _add("log10 fast_log10f", np.log10)
 _add("log1p", np.log1p)
-_add("sqrt sqrt_rn sqrt_rz sqrt_ru sqrt_rd", np.sqrt)
+_add("sqrt sqrt_rn", np.sqrt)
 _add("rsqrt rsqrt_rn", lambda x: 1 / np.sqrt(x))
 _add("cbrt", np.cbrt)
 _add("rcbrt", lambda x: 1 / np.cbrt(x))
-_add("rcp_rn rcp_rz rcp_rd rcp_ru", lambda x: 1 / x)
+_add("rcp_rn", lambda x: 1 / x)
 _add("sin fast_sinf", np.sin)
 _add("cos fast_cosf", np.cos)
 _add("tan fast_tanf", np.tan)
@@ -171,11 +272,19 @@ _add("rnorm4d", lambda x, y, z, t: 1 / np.sqrt(x * x + y * y + z * z + t * t))
 _add("copysign", np.copysign)
 _add("fdim", lambda x, y: np.maximum(x - y, 0))
 _add("nextafter", np.nextafter)
-_add("div_rn div_rz div_rd div_ru fast_dividef", np.true_divide)
-_add("add_rn add_rz add_rd add_ru", np.add)
-_add("sub_rn sub_rz sub_rd sub_ru", np.subtract)
-_add("mul_rn mul_rz mul_rd mul_ru", np.multiply)
-_add("fma fma_rn fma_rz fma_rd fma_ru", lambda x, y, z: x * y + z)
+_add("div_rn fast_dividef", np.true_divide)
+_add("add_rn", np.add)
+_add("sub_rn", np.subtract)
+_add("mul_rn", np.multiply)
+_add("fma fma_rn", _fma("rn"))
+for _mode in ("rz", "rd", "ru"):
+    _add(f"sqrt_{_mode}", _sqrt_rounded(_mode))
+    _add(f"rcp_{_mode}", _rounded(_mode, lambda x: 1 / x, lambda x: 1 / x))
+    _add(f"div_{_mode}", _rounded(_mode, lambda x, y: x / y, np.true_divide))
+    _add(f"add_{_mode}", _rounded(_mode, lambda x, y: x + y, np.add, lambda x, y: (x, y)))
+    _add(f"sub_{_mode}", _rounded(_mode, lambda x, y: x - y, np.subtract, lambda x, y: (x, -y)))
+    _add(f"mul_{_mode}", _rounded(_mode, lambda x, y: x * y, np.multiply))
+    _add(f"fma_{_mode}", _fma(_mode))
 _add("ldexp scalbn", lambda x, n: np.ldexp(x, np.asarray(n).astype(np.int32)))
 _add("hadd", lambda x, y: ((x.astype(np.int64) + y.astype(np.int64)) >> 1).astype(x.dtype))
 _add("rhadd", lambda x, y: ((x.astype(np.int64) + y.astype(np.int64) + 1) >> 1).astype(x.dtype))
@@ -193,10 +302,14 @@ for _mode, _round in _ROUNDED.items():
                                      ("double", "int", np.int32), ("double", "uint", np.uint32),
                                      ("double", "ll", np.int64), ("double", "ull", np.uint64)):
         _add(f"{_source}2{_target}_{_mode}", (lambda r, t: lambda x: r(x).astype(t))(_round, _numpy), _numpy)
-    _add(f"double2float_{_mode}", lambda x: x.astype(np.float32), np.float32)
-    for _source in ("int", "uint", "ll", "ull"):
-        _add(f"{_source}2float_{_mode}", lambda x: x.astype(np.float32), np.float32)
-        _add(f"{_source}2double_{_mode}", lambda x: x.astype(np.float64), np.float64)
+    for _source, _target, _numpy in (("double", "float", np.float32), ("int", "float", np.float32),
+                                     ("uint", "float", np.float32), ("ll", "float", np.float32),
+                                     ("ull", "float", np.float32), ("int", "double", np.float64),
+                                     ("uint", "double", np.float64), ("ll", "double", np.float64),
+                                     ("ull", "double", np.float64)):
+        _convert = (lambda t: lambda x: x.astype(t))(_numpy)
+        _add(f"{_source}2{_target}_{_mode}", _convert if _mode == "rn" else _rounded(_mode, lambda x: x, _convert),
+             _numpy)
 _add("float_as_int", lambda x: x.astype(np.float32).view(np.int32), np.int32)
 _add("float_as_uint", lambda x: x.astype(np.float32).view(np.uint32), np.uint32)
 _add("int_as_float uint_as_float", lambda x: x.astype(np.int32).view(np.float32), np.float32)

@@ -561,3 +561,202 @@ def ld_norm3d(x_ptr, y_ptr, out_ptr):
     x = tl.load(x_ptr + offsets)
     y = tl.load(y_ptr + offsets)
     tl.store(out_ptr + offsets, libdevice.norm3d(x, y, x).to(tl.float32))
+
+
+#: Rounding-mode variants, compared bit for bit (``parity.scenarios``): every result here is inexact,
+#: so rounding toward zero, down or up gives a different float than rounding to nearest.
+ROUNDED_UNARY = ['sqrt_rz', 'sqrt_rd', 'sqrt_ru', 'rcp_rz', 'rcp_rd', 'rcp_ru']
+ROUNDED_BINARY = [f"{operation}_{mode}" for operation in ("add", "sub", "mul", "div") for mode in ("rz", "rd", "ru")]
+ROUNDED_TERNARY = ['fma_rn', 'fma_rz', 'fma_rd', 'fma_ru']
+
+
+@kwsafe
+@triton.jit
+def ld_sqrt_rz(x_ptr, y_ptr, out_ptr):
+    offsets = tl.arange(0, 8)
+    x = tl.load(x_ptr + offsets)
+    tl.store(out_ptr + offsets, libdevice.sqrt_rz(x))
+
+
+@kwsafe
+@triton.jit
+def ld_sqrt_rd(x_ptr, y_ptr, out_ptr):
+    offsets = tl.arange(0, 8)
+    x = tl.load(x_ptr + offsets)
+    tl.store(out_ptr + offsets, libdevice.sqrt_rd(x))
+
+
+@kwsafe
+@triton.jit
+def ld_sqrt_ru(x_ptr, y_ptr, out_ptr):
+    offsets = tl.arange(0, 8)
+    x = tl.load(x_ptr + offsets)
+    tl.store(out_ptr + offsets, libdevice.sqrt_ru(x))
+
+
+@kwsafe
+@triton.jit
+def ld_rcp_rz(x_ptr, y_ptr, out_ptr):
+    offsets = tl.arange(0, 8)
+    x = tl.load(x_ptr + offsets)
+    tl.store(out_ptr + offsets, libdevice.rcp_rz(x))
+
+
+@kwsafe
+@triton.jit
+def ld_rcp_rd(x_ptr, y_ptr, out_ptr):
+    offsets = tl.arange(0, 8)
+    x = tl.load(x_ptr + offsets)
+    tl.store(out_ptr + offsets, libdevice.rcp_rd(x))
+
+
+@kwsafe
+@triton.jit
+def ld_rcp_ru(x_ptr, y_ptr, out_ptr):
+    offsets = tl.arange(0, 8)
+    x = tl.load(x_ptr + offsets)
+    tl.store(out_ptr + offsets, libdevice.rcp_ru(x))
+
+
+@kwsafe
+@triton.jit
+def ld_add_rz(x_ptr, y_ptr, out_ptr):
+    offsets = tl.arange(0, 8)
+    x = tl.load(x_ptr + offsets)
+    y = tl.load(y_ptr + offsets)
+    tl.store(out_ptr + offsets, libdevice.add_rz(x, y))
+
+
+@kwsafe
+@triton.jit
+def ld_add_rd(x_ptr, y_ptr, out_ptr):
+    offsets = tl.arange(0, 8)
+    x = tl.load(x_ptr + offsets)
+    y = tl.load(y_ptr + offsets)
+    tl.store(out_ptr + offsets, libdevice.add_rd(x, y))
+
+
+@kwsafe
+@triton.jit
+def ld_add_ru(x_ptr, y_ptr, out_ptr):
+    offsets = tl.arange(0, 8)
+    x = tl.load(x_ptr + offsets)
+    y = tl.load(y_ptr + offsets)
+    tl.store(out_ptr + offsets, libdevice.add_ru(x, y))
+
+
+@kwsafe
+@triton.jit
+def ld_sub_rz(x_ptr, y_ptr, out_ptr):
+    offsets = tl.arange(0, 8)
+    x = tl.load(x_ptr + offsets)
+    y = tl.load(y_ptr + offsets)
+    tl.store(out_ptr + offsets, libdevice.sub_rz(x, y))
+
+
+@kwsafe
+@triton.jit
+def ld_sub_rd(x_ptr, y_ptr, out_ptr):
+    offsets = tl.arange(0, 8)
+    x = tl.load(x_ptr + offsets)
+    y = tl.load(y_ptr + offsets)
+    tl.store(out_ptr + offsets, libdevice.sub_rd(x, y))
+
+
+@kwsafe
+@triton.jit
+def ld_sub_ru(x_ptr, y_ptr, out_ptr):
+    offsets = tl.arange(0, 8)
+    x = tl.load(x_ptr + offsets)
+    y = tl.load(y_ptr + offsets)
+    tl.store(out_ptr + offsets, libdevice.sub_ru(x, y))
+
+
+@kwsafe
+@triton.jit
+def ld_mul_rz(x_ptr, y_ptr, out_ptr):
+    offsets = tl.arange(0, 8)
+    x = tl.load(x_ptr + offsets)
+    y = tl.load(y_ptr + offsets)
+    tl.store(out_ptr + offsets, libdevice.mul_rz(x, y))
+
+
+@kwsafe
+@triton.jit
+def ld_mul_rd(x_ptr, y_ptr, out_ptr):
+    offsets = tl.arange(0, 8)
+    x = tl.load(x_ptr + offsets)
+    y = tl.load(y_ptr + offsets)
+    tl.store(out_ptr + offsets, libdevice.mul_rd(x, y))
+
+
+@kwsafe
+@triton.jit
+def ld_mul_ru(x_ptr, y_ptr, out_ptr):
+    offsets = tl.arange(0, 8)
+    x = tl.load(x_ptr + offsets)
+    y = tl.load(y_ptr + offsets)
+    tl.store(out_ptr + offsets, libdevice.mul_ru(x, y))
+
+
+@kwsafe
+@triton.jit
+def ld_div_rz(x_ptr, y_ptr, out_ptr):
+    offsets = tl.arange(0, 8)
+    x = tl.load(x_ptr + offsets)
+    y = tl.load(y_ptr + offsets)
+    tl.store(out_ptr + offsets, libdevice.div_rz(x, y))
+
+
+@kwsafe
+@triton.jit
+def ld_div_rd(x_ptr, y_ptr, out_ptr):
+    offsets = tl.arange(0, 8)
+    x = tl.load(x_ptr + offsets)
+    y = tl.load(y_ptr + offsets)
+    tl.store(out_ptr + offsets, libdevice.div_rd(x, y))
+
+
+@kwsafe
+@triton.jit
+def ld_div_ru(x_ptr, y_ptr, out_ptr):
+    offsets = tl.arange(0, 8)
+    x = tl.load(x_ptr + offsets)
+    y = tl.load(y_ptr + offsets)
+    tl.store(out_ptr + offsets, libdevice.div_ru(x, y))
+
+
+@kwsafe
+@triton.jit
+def ld_fma_rn(x_ptr, y_ptr, out_ptr):
+    offsets = tl.arange(0, 8)
+    x = tl.load(x_ptr + offsets)
+    y = tl.load(y_ptr + offsets)
+    tl.store(out_ptr + offsets, libdevice.fma_rn(x, y, x))
+
+
+@kwsafe
+@triton.jit
+def ld_fma_rz(x_ptr, y_ptr, out_ptr):
+    offsets = tl.arange(0, 8)
+    x = tl.load(x_ptr + offsets)
+    y = tl.load(y_ptr + offsets)
+    tl.store(out_ptr + offsets, libdevice.fma_rz(x, y, x))
+
+
+@kwsafe
+@triton.jit
+def ld_fma_rd(x_ptr, y_ptr, out_ptr):
+    offsets = tl.arange(0, 8)
+    x = tl.load(x_ptr + offsets)
+    y = tl.load(y_ptr + offsets)
+    tl.store(out_ptr + offsets, libdevice.fma_rd(x, y, x))
+
+
+@kwsafe
+@triton.jit
+def ld_fma_ru(x_ptr, y_ptr, out_ptr):
+    offsets = tl.arange(0, 8)
+    x = tl.load(x_ptr + offsets)
+    y = tl.load(y_ptr + offsets)
+    tl.store(out_ptr + offsets, libdevice.fma_ru(x, y, x))

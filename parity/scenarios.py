@@ -215,13 +215,21 @@ def _libdevice(name):
     return scenario
 
 
+def _libdevice_bits(name):
+    """A rounding-mode variant: the stored floats as hex strings, so that the report compares bits."""
+    scenario = _libdevice(name)
+    return lambda: " ".join(float.hex(v) for v in scenario())
+
+
 def _libdevice_scenarios():
     try:
         from parity import libdevice_kernels
     except ImportError:  # no triton.language.extra.libdevice in this Triton
         return {}
     names = libdevice_kernels.UNARY + libdevice_kernels.BINARY + libdevice_kernels.TERNARY
-    return {f"libdevice.{name}": _libdevice(name) for name in names}
+    rounded = libdevice_kernels.ROUNDED_UNARY + libdevice_kernels.ROUNDED_BINARY + libdevice_kernels.ROUNDED_TERNARY
+    return {**{f"libdevice.{name}": _libdevice(name) for name in names},
+            **{f"libdevice.{name} (bits)": _libdevice_bits(name) for name in rounded}}
 
 
 SCENARIOS = {

@@ -2,6 +2,8 @@
 implementation exists, and Triton's modules exactly restored afterwards."""
 
 import importlib
+import math
+from fractions import Fraction
 
 import pytest
 import torch
@@ -64,6 +66,82 @@ def test_two_argument_functions_match_torch():
         x, out = torch.tensor([0.5, 1.0, 2.0, 3.5]), torch.zeros(4)
         apply_two[(1,)](x, out)
     torch.testing.assert_close(out, x ** 2 + torch.atan2(x, x + 1))
+
+
+@triton.jit
+def apply_binary(x_ptr, y_ptr, out_ptr):
+    offsets = tl.arange(0, 4)
+    tl.store(out_ptr + offsets, FUNCTION(tl.load(x_ptr + offsets), tl.load(y_ptr + offsets)))
+
+
+def run_binary(name, x, y):
+    global FUNCTION
+    module = libdevice()
+    if not hasattr(module, name):
+        pytest.skip(f"this Triton's libdevice has no {name}")
+    out = torch.zeros_like(x)
+    with kwshim.activate():
+        FUNCTION = getattr(module, name)
+        apply_binary[(1,)](x, y, out)
+    return out
+
+
+EXACT = {"add": lambda a, b: a + b, "sub": lambda a, b: a - b, "mul": lambda a, b: a * b, "div": lambda a, b: a / b}
+
+
+def operands(operation, dtype):
+    """Four pairs whose exact result the dtype cannot hold (``tiny``: below half an ulp of 1)."""
+    bits = 24 if dtype == torch.float32 else 53
+    tiny = 2.0 ** -(bits + 6)
+    return {"add": ([1.0, 1.0, -1.0, 3.0], [tiny, tiny * 3, -tiny, tiny * 5]),
+            "sub": ([1.0, 1.0, -1.0, 3.0], [tiny, -tiny * 3, tiny, tiny * 5]),
+            "mul": ([1.0 + 2.0 ** (1 - bits), 3.1, -3.1, 0.1], [1.0 + 2.0 ** (2 - bits), 0.7, 0.7, 0.1]),
+            "div": ([1.0, 2.0, -1.0, 1.0], [3.0, 7.0, 3.0, 10.0])}[operation]
+
+
+@needs_block_loads
+@pytest.mark.parametrize("operation", sorted(EXACT))
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_rounding_modes_bracket_the_exact_result(operation, dtype):
+    """_rd and _ru are the neighbours around the exact result (one ulp apart where it is inexact),
+    _rz is the one nearer zero, and _rn is the nearest: what the GPU's instruction gives."""
+    x, y = (torch.tensor(values, dtype=dtype) for values in operands(operation, dtype))
+    results = {mode: run_binary(f"{operation}_{mode}", x, y) for mode in ("rn", "rz", "rd", "ru")}
+    for i in range(4):
+        exact = EXACT[operation](Fraction(float(x[i])), Fraction(float(y[i])))
+        down, up = float(results["rd"][i]), float(results["ru"][i])
+        assert Fraction(down) < exact < Fraction(up), (operation, i, down, up)  # every case here is inexact
+        assert up == torch.nextafter(results["rd"][i], torch.tensor(math.inf, dtype=dtype)).item()
+        assert float(results["rz"][i]) == (down if exact > 0 else up)
+        nearest = EXACT[operation](x[i], y[i]).item()
+        assert float(results["rn"][i]) == nearest
+
+
+@needs_block_loads
+def test_sqrt_rounding_modes_bracket_the_root():
+    global FUNCTION
+    module = libdevice()
+    x = torch.tensor([2.0, 3.0, 5.0, 4.0])
+    results = {}
+    for mode in ("rd", "ru", "rz"):
+        out = torch.zeros(4)
+        with kwshim.activate():
+            FUNCTION = getattr(module, f"sqrt_{mode}")
+            apply_function[(1,)](x, out)
+        results[mode] = out
+    for i in range(3):
+        down, up = Fraction(float(results["rd"][i])), Fraction(float(results["ru"][i]))
+        assert down ** 2 < Fraction(float(x[i])) < up ** 2
+        assert results["rz"][i] == results["rd"][i]
+    assert results["rd"][3] == results["ru"][3] == 2.0  # exact: every mode agrees
+
+
+@needs_block_loads
+def test_exact_zero_sum_is_minus_zero_rounding_down_only():
+    x, y = torch.tensor([1.0, 0.0, -0.0, 2.5]), torch.tensor([-1.0, -0.0, -0.0, -2.5])
+    down, up = run_binary("add_rd", x, y), run_binary("add_ru", x, y)
+    assert down.tolist() == [0.0] * 4 and torch.signbit(down).tolist() == [True] * 4
+    assert torch.signbit(up).tolist() == [False, False, True, False]  # -0 + -0 keeps its sign (IEEE 754, 6.3)
 
 
 def test_a_function_without_an_implementation_names_itself_and_the_workaround():
