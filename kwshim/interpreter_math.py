@@ -302,14 +302,14 @@ for _mode, _round in _ROUNDED.items():
                                      ("double", "int", np.int32), ("double", "uint", np.uint32),
                                      ("double", "ll", np.int64), ("double", "ull", np.uint64)):
         _add(f"{_source}2{_target}_{_mode}", (lambda r, t: lambda x: r(x).astype(t))(_round, _numpy), _numpy)
-    for _source, _target, _numpy in (("double", "float", np.float32), ("int", "float", np.float32),
+    for _source, _target, _float in (("double", "float", np.float32), ("int", "float", np.float32),
                                      ("uint", "float", np.float32), ("ll", "float", np.float32),
                                      ("ull", "float", np.float32), ("int", "double", np.float64),
                                      ("uint", "double", np.float64), ("ll", "double", np.float64),
                                      ("ull", "double", np.float64)):
-        _convert = (lambda t: lambda x: x.astype(t))(_numpy)
+        _convert = (lambda t: lambda x: x.astype(t))(_float)
         _add(f"{_source}2{_target}_{_mode}", _convert if _mode == "rn" else _rounded(_mode, lambda x: x, _convert),
-             _numpy)
+             _float)
 _add("float_as_int", lambda x: x.astype(np.float32).view(np.int32), np.int32)
 _add("float_as_uint", lambda x: x.astype(np.float32).view(np.uint32), np.uint32)
 _add("int_as_float uint_as_float", lambda x: x.astype(np.int32).view(np.float32), np.float32)
