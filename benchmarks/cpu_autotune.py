@@ -13,6 +13,7 @@ All in one process, measured side by side, round by round (medians of CPU time):
 Every tuning launch uses a new key, so each one really tunes.
 """
 
+import contextlib
 import gc
 import inspect
 import os
@@ -64,27 +65,36 @@ def run_nothing(kernel_call, *args, quantiles=None, **kwargs):
     return [0.0, 0.0, 0.0]
 
 
+@contextlib.contextmanager
+def module_benchmarker(bench):
+    """2.2-3.1: bare Autotuners benchmark with the module's ``do_bench``; ``bench`` stands in for it
+    within the block (later releases take ``do_bench`` per Autotuner: nothing to swap)."""
+    from triton.runtime import autotuner
+
+    saved = vars(autotuner).get("do_bench")
+    if saved is not None:
+        autotuner.do_bench = bench
+    try:
+        yield
+    finally:
+        if saved is not None:
+            autotuner.do_bench = saved
+
+
 def bookkeeping_ratio():
     """Bare Triton, no kwshim: the first launch of a 4-Config kernel whose benchmarker runs nothing /
     a launch of a 1-Config one. The floor under the ``first`` row: Triton's own key, pruning,
     choice and hooks, which kwshim leaves in charge."""
-    from triton.runtime import autotuner
-
     out = torch.zeros(1, dtype=torch.int32)
-    saved = vars(autotuner).get("do_bench")
     try:
-        if saved is not None:
-            autotuner.do_bench = run_nothing
-        fn = triton.jit(body)
-        four = bare_autotuned(fn, FOUR, run_nothing)
-        one = bare_autotuned(fn, [triton.Config({"X": 0}, num_warps=1)], run_nothing)
-        return statistics.median(cpu(lambda: four[(1,)](out, n)) / cpu(lambda: one[(1,)](out, n))
-                                 for n in range(ROUNDS))
+        with module_benchmarker(run_nothing):
+            fn = triton.jit(body)
+            four = bare_autotuned(fn, FOUR, run_nothing)
+            one = bare_autotuned(fn, [triton.Config({"X": 0}, num_warps=1)], run_nothing)
+            return statistics.median(cpu(lambda: four[(1,)](out, n)) / cpu(lambda: one[(1,)](out, n))
+                                     for n in range(ROUNDS))
     except Exception as exc:  # 2.3 and 3.2: bare autotuned launches fail on the interpreter
         return f"n/a ({type(exc).__name__}: bare autotuned launches fail on this release)"
-    finally:
-        if saved is not None:
-            autotuner.do_bench = saved
 
 
 def run_once(kernel_call, *args, quantiles=None, **kwargs):
@@ -100,7 +110,7 @@ def bare_autotuned(fn, configs, bench=None):
 
     if "do_bench" in inspect.signature(autotuner.Autotuner.__init__).parameters:
         return autotuner.Autotuner(fn, fn.arg_names, configs, ["n"], None, None, do_bench=bench or run_once)
-    return triton.autotune(configs=configs, key=["n"])(fn)  # 2.2-3.1: the module's do_bench, set below
+    return triton.autotune(configs=configs, key=["n"])(fn)  # 2.2-3.1: the module's do_bench (module_benchmarker)
 
 
 def policy_ratio(policy, control=False):
@@ -111,20 +121,12 @@ def policy_ratio(policy, control=False):
     Both autotuners share one kernel object (two jitted copies differ by up to 5% on their own);
     each sample is a batch of BATCH tuning launches, each with a new key, bare then kwshim's, with
     the set-up frozen out of the garbage collector."""
-    from triton.runtime import autotuner
-
     out = torch.zeros(1, dtype=torch.int32)
-    saved = vars(autotuner).get("do_bench")
 
     def bare_batch(kernel, keys):
-        if saved is not None:
-            autotuner.do_bench = run_once
-        try:
+        with module_benchmarker(run_once):
             for n in keys:
                 kernel[(1,)](out, n)
-        finally:
-            if saved is not None:
-                autotuner.do_bench = saved
 
     try:
         fn = triton.jit(body)
@@ -156,8 +158,6 @@ def policy_ratio(policy, control=False):
         return f"n/a ({type(exc).__name__}: bare autotuned launches fail on this release)"
     finally:
         gc.unfreeze()
-        if saved is not None:
-            autotuner.do_bench = saved
 
 
 def switch_launch_ratio():

@@ -16,9 +16,9 @@ reaches ``from ...libdevice import tanh`` done before anything was switched on.
 import functools
 import importlib
 import math
-from fractions import Fraction
 import sys
 import types
+from fractions import Fraction
 from typing import Any, Callable, Dict, List, Tuple
 
 import numpy as np
@@ -99,10 +99,11 @@ _ROUNDED: Dict[str, Callable[[Any], Any]] = {"rn": np.rint, "rz": np.trunc, "rd"
 def _round_exact(exact, dtype, mode):
     """The ``dtype`` value that rounding ``mode`` gives for the exact nonzero rational ``exact``."""
     largest = np.finfo(dtype).max
-    if abs(exact) > Fraction(float(largest)):  # past the largest finite value: to it, or to infinity
+    limit = Fraction(float(largest))
+    if abs(exact) > limit:  # past the largest finite value: to it, or to infinity
         if mode == "rn":
-            half_ulp = (Fraction(float(largest)) - Fraction(float(np.nextafter(largest, dtype.type(0))))) / 2
-            away = abs(exact) >= Fraction(float(largest)) + half_ulp
+            half_ulp = (limit - Fraction(float(np.nextafter(largest, dtype.type(0))))) / 2
+            away = abs(exact) >= limit + half_ulp
         else:
             away = (mode == "ru" and exact > 0) or (mode == "rd" and exact < 0)
         return dtype.type(math.copysign(math.inf if away else float(largest), exact))
@@ -122,7 +123,7 @@ def _round_exact(exact, dtype, mode):
 def _signed_zero_sum(mode, addend, other):
     """The zero that an exact zero sum takes (IEEE 754, 6.3): the addends' sign if they share it
     (both zeros), else +0, or -0 when rounding down."""
-    if bool(np.signbit(addend)) == bool(np.signbit(other)):
+    if not _opposite_signs(addend, other):
         return -0.0 if np.signbit(addend) else 0.0
     return -0.0 if mode == "rd" else 0.0
 
