@@ -11,7 +11,7 @@ import statistics
 import sys
 import time
 
-from kwshim.check import FALLBACK_RESERVED_NAMES, _python_files, check_paths
+from kwshim.tools.check import FALLBACK_RESERVED_NAMES, _python_files, check_paths
 
 
 def default_paths():

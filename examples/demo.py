@@ -57,7 +57,7 @@ def main():
     if bare_ok:
         import kwshim
 
-        if kwshim.switch.is_active():
+        if kwshim.doors.switch.is_active():
             print("\n(the switch (kwshim run / pytest --kwshim) fixed the bare kernel too)")
         else:
             print("\n(this Triton release binds the parameter itself; @kwsafe changes nothing here)")

@@ -1,16 +1,19 @@
 """kwshim: Triton's interpreter binds kernel launch arguments exactly as compiled Triton does.
 
-``import kwshim`` works without Triton (for ``kwshim check``); ``kwsafe`` imports it on use.
+``import kwshim`` needs wrapt alone (for ``kwshim check`` and the flake8 plugin): Triton is imported
+on first use, and NumPy and torch only where the interpreter runs. The house is in
+``docs/architecture.md``.
 """
 
-from .decorator import kwsafe
+from .doors.decorator import kwsafe
+from .doors.retrofit import kwsafe_module
+from .doors.switch import activate
 from .errors import (AutotuneSideEffectError, ConfigDivergenceError, LaunchArgumentError, LaunchOptionError,
                      PlacementError, TritonNotFoundError, UnknownLaunchKeywordError, UnsupportedSignatureError,
                      UnsupportedTritonError)
-from .kernel import KwsafeKernel
-from .options import get_target, set_target
-from .retrofit import kwsafe_module
-from .switch import activate
+from .launch.kernel import KwsafeKernel
+from .launch.options import get_target, set_target
+from .settings import Settings
 
 __version__ = "0.2.0.dev0"
 
@@ -18,6 +21,7 @@ __all__ = [
     "kwsafe",
     "kwsafe_module",
     "activate",
+    "Settings",
     "set_target",
     "get_target",
     "KwsafeKernel",

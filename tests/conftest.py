@@ -29,7 +29,7 @@ def pytest_collection_modifyitems(config, items):
 def no_switch_left_on():
     """For the switch's tests: every handle a test leaves active is deactivated, and the switch is off."""
     yield
-    from kwshim import switch
+    from kwshim.doors import switch
 
     for handle in list(switch._HANDLES):
         handle.deactivate()

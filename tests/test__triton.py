@@ -5,7 +5,7 @@ import inspect
 
 import triton
 
-from kwshim import _triton
+from kwshim import compat as _triton
 
 
 def test_launch_options_include_every_config_field_and_the_launch_keywords():

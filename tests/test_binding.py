@@ -2,7 +2,7 @@
 
 import pytest
 
-from kwshim.binding import BindingPlan
+from kwshim.launch.binding import BindingPlan
 from kwshim.errors import LaunchArgumentError, PlacementError, UnknownLaunchKeywordError
 
 OPTIONS = {"grid", "warmup", "num_warps", "num_stages", "future_option"}

@@ -6,7 +6,7 @@ import sys
 
 import pytest
 
-from kwshim.check import FALLBACK_RESERVED_NAMES, check_paths, check_source, reserved_names
+from kwshim.tools.check import FALLBACK_RESERVED_NAMES, check_paths, check_source, reserved_names
 
 from ._subprocess import inherited_pythonpath
 
@@ -76,7 +76,7 @@ def test_a_file_too_deep_for_the_parser_is_kws900_and_later_files_are_checked(tm
 def test_a_fifo_in_a_walked_directory_is_skipped(tmp_path):
     os.mkfifo(tmp_path / "pipe.py")
     (tmp_path / "k.py").write_text("import triton\n\n@triton.jit\ndef k(out_ptr, num_warps):\n    pass\n")
-    code = ("import sys; from kwshim.check import check_paths, FALLBACK_RESERVED_NAMES; "
+    code = ("import sys; from kwshim.tools.check import check_paths, FALLBACK_RESERVED_NAMES; "
             f"print([f.code for f in check_paths([{str(tmp_path)!r}], FALLBACK_RESERVED_NAMES)])")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, cwd=ROOT)
     assert done.stdout.strip() == "['KWS001']"

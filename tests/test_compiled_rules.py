@@ -8,7 +8,8 @@ import triton.language as tl
 
 import kwshim
 from kwshim import LaunchArgumentError, LaunchOptionError, UnknownLaunchKeywordError, UnsupportedSignatureError
-from kwshim import _triton, options
+from kwshim import compat as _triton
+from kwshim.launch import options
 
 from . import kernels
 from .kernels import kwsafe, store_kernel

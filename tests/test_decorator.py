@@ -13,7 +13,8 @@ import triton.language as tl
 
 import kwshim
 from kwshim import KwsafeKernel, LaunchArgumentError, PlacementError, UnknownLaunchKeywordError, kwsafe
-from kwshim import _triton, options
+from kwshim import compat as _triton
+from kwshim.launch import options
 
 from . import kernels
 from .kernels import autotune, needs_block_loads, store_kernel

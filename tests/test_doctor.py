@@ -5,7 +5,7 @@ import torch
 import triton
 import triton.language as tl
 
-from kwshim.doctor import diagnose, render
+from kwshim.tools.doctor import diagnose, render
 
 
 @pytest.fixture(scope="module")

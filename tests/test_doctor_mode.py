@@ -7,7 +7,7 @@ import sys
 
 import pytest
 
-from kwshim import doctor
+from kwshim.tools import doctor
 
 from ._subprocess import inherited_pythonpath
 
@@ -29,7 +29,7 @@ def kernel_class_made_with(env):
                           timeout=300)
     if done.returncode != 0 and "active drivers" in done.stderr:  # 3.2-3.3 compiled: autotune at import
         code = ("import triton, importlib.util, sys; sys.path.insert(0, 'tests/fixtures'); "
-                "import kwshim._probe as p; print(p.interpreter_mode()['kernel_class'])")
+                "import kwshim.tools.probe as p; print(p.interpreter_mode()['kernel_class'])")
         done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, cwd=ROOT,
                               timeout=300)
     assert done.returncode == 0, done.stderr[-2000:]

@@ -65,7 +65,7 @@ def test_pytest_kwshim_verify_checks_compiled_autotuners_with_triton_interpret_0
     import importlib.metadata
 
     installed = any(e.value.startswith("kwshim") for e in importlib.metadata.entry_points(group="pytest11"))
-    plugin = [] if installed else ["-p", "kwshim.pytest_plugin"]  # a checkout on PYTHONPATH: no entry point
+    plugin = [] if installed else ["-p", "kwshim.doors.pytest_plugin"]  # a checkout on PYTHONPATH: no entry point
     done = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *plugin, "--kwshim",
                            "--kwshim-autotune", "verify", "test_gpu_verify.py"], capture_output=True, text=True,
                           cwd=tmp_path, env=env, timeout=600)

@@ -11,7 +11,7 @@ import triton
 import triton.language as tl
 
 import kwshim
-from kwshim.interpreter_math import IMPLEMENTATIONS
+from kwshim.interpreter.math_table import IMPLEMENTATIONS
 
 from .kernels import kwsafe, needs_block_loads
 
@@ -190,7 +190,7 @@ def test_a_wrapped_kernel_gets_libdevice_without_the_switch_even_imported_by_nam
     tanh_plus_rsqrt[(1,)](x, out)
     torch.testing.assert_close(out, torch.tanh(x) + torch.rsqrt(x))
     assert imported_tanh is vars(module)["tanh"] and imported_libdevice is module  # globals put back
-    assert not kwshim.switch.is_active()
+    assert not kwshim.doors.switch.is_active()
 
 
 @triton.jit
@@ -205,7 +205,7 @@ def test_bitwise_not_of_a_boolean_works_under_the_switch_and_the_builder_is_rest
     """3.0's interpreter: 'InterpreterBuilder' object has no attribute 'get_int1_ty' (multi_token_attention)."""
     from triton.runtime import interpreter
 
-    from kwshim.interpreter_math import _builder_class
+    from kwshim.interpreter.fixes import _builder_class
 
     builder = _builder_class(interpreter)
     try:

@@ -13,8 +13,8 @@ import triton
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from kwshim import _triton
-from kwshim import options as kwshim_options
+from kwshim import compat as _triton
+from kwshim.launch import options as kwshim_options
 
 from .kernels import autotune, store_all_kernel
 

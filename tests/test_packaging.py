@@ -54,7 +54,7 @@ def test_the_wheel_carries_py_typed_and_the_license(dist):
     assert "kwshim/py.typed" in names
     assert any(n.endswith(".dist-info/LICENSE") or "/licenses/LICENSE" in n for n in names)
     entry_points = zipfile.ZipFile(wheel).read(next(n for n in names if n.endswith("entry_points.txt"))).decode()
-    assert "kwshim = kwshim.pytest_plugin" in entry_points and "KWS = kwshim.check:Flake8Checker" in entry_points
+    assert "kwshim = kwshim.doors.pytest_plugin" in entry_points and "KWS = kwshim.tools.check:Flake8Checker" in entry_points
 
 
 def test_the_installed_wheel_works_from_a_fresh_environment(dist, tmp_path):

@@ -8,7 +8,7 @@ import torch
 import triton
 
 from kwshim import KwsafeKernel, PlacementError, UnsupportedSignatureError, kwsafe, kwsafe_module
-from kwshim.kernel import is_fixed_in_place
+from kwshim.launch.kernel import is_fixed_in_place
 
 from .kernels import needs_block_loads
 
@@ -87,7 +87,7 @@ def test_kwsafe_module_leaves_no_keyword_only_kernel_launching_with_its_default(
     parameters (before 3.9), bound where it accepts them."""
     import torch
 
-    from kwshim import _triton
+    from kwshim import compat as _triton
 
     with pytest.warns(UserWarning):
         kwsafe_module(library)

@@ -1,4 +1,4 @@
-"""The switch's other two doors: ``kwshim run`` and the pytest plugin (``pytest --kwshim``)."""
+"""``kwshim run``: the switch's door for a script or a module."""
 
 import os
 import subprocess
@@ -7,7 +7,7 @@ import textwrap
 
 import pytest
 
-from ._subprocess import inherited_pythonpath
+from ._subprocess import environment
 from .kernels import needs_block_loads
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -27,14 +27,6 @@ PROGRAM = textwrap.dedent("""
         print("argv", sys.argv[1:], "stored", int(out[0]))
         sys.exit(int(sys.argv[-1]))
 """)
-
-
-def environment(**extra):
-    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
-    inherited = inherited_pythonpath()
-    env["PYTHONPATH"] = os.pathsep.join([ROOT, *inherited])
-    env.update(extra)
-    return env
 
 
 def kwshim(*args, cwd):
@@ -63,7 +55,7 @@ def test_kwshim_run_reports_the_targets_exception_with_status_1(tmp_path):
 
 
 def test_kwshim_run_passes_verify_tolerances_to_the_switch(tmp_path):
-    (tmp_path / "show.py").write_text("from kwshim import switch\nprint(switch.active_settings())\n")
+    (tmp_path / "show.py").write_text("from kwshim.doors import switch\nprint(switch.active_settings())\n")
     done = kwshim("run", "--autotune", "verify", "--rtol", "0.5", "--atol", "0.25", "--no-equal-nan", "show.py",
                   cwd=tmp_path)
     assert done.returncode == 0, done.stderr[-2000:]
@@ -111,41 +103,6 @@ def test_an_ignored_triton_interpret_spelling_is_named_at_start_up(tmp_path):
     assert hinted != interpreted, (done.stdout, done.stderr[-1000:])  # the hint exactly where it is off
 
 
-PLUGIN_TEST = textwrap.dedent("""
-    import os
-    from kwshim import switch
-
-    def test_state():
-        assert switch.is_active() == (os.environ["EXPECT"] == "on")
-        if switch.is_active():
-            assert switch.active_settings().policy == os.environ["POLICY"]
-            assert repr(switch.active_settings()).endswith(os.environ["TOLERANCES"])
-            assert os.environ["TRITON_INTERPRET"] == "1"
-""")
-
-
-DEFAULT_TOLERANCES = "rtol=1e-05, atol=1e-08, equal_nan=True)"
-
-
-@pytest.mark.parametrize("args, ini, expect, policy, tolerances", [
-    ([], "", "off", "all", DEFAULT_TOLERANCES),
-    (["--kwshim"], "", "on", "all", DEFAULT_TOLERANCES),
-    (["--kwshim", "--kwshim-autotune", "verify"], "", "on", "verify", DEFAULT_TOLERANCES),
-    ([], "[pytest]\nkwshim = true\nkwshim_autotune = first\n", "on", "first", DEFAULT_TOLERANCES),
-    (["--kwshim", "--kwshim-autotune", "verify", "--kwshim-rtol", "0.5", "--kwshim-atol", "0.25",
-      "--kwshim-no-equal-nan"], "", "on", "verify", "rtol=0.5, atol=0.25, equal_nan=False)"),
-    ([], "[pytest]\nkwshim = true\nkwshim_autotune = verify\nkwshim_rtol = 0.125\nkwshim_atol = 2\n"
-         "kwshim_equal_nan = false\n", "on", "verify", "rtol=0.125, atol=2.0, equal_nan=False)"),
-])
-def test_pytest_plugin_is_inert_unless_asked(tmp_path, args, ini, expect, policy, tolerances):
-    (tmp_path / "test_state.py").write_text(PLUGIN_TEST)
-    (tmp_path / "pytest.ini").write_text(ini or "[pytest]\n")
-    done = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
-                           *args, "test_state.py"], capture_output=True, text=True, cwd=tmp_path,
-                          env=environment(EXPECT=expect, POLICY=policy, TOLERANCES=tolerances), timeout=300)
-    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
-
-
 @needs_block_loads
 def test_the_demo_under_kwshim_run_credits_the_switch(tmp_path):
     done = kwshim("run", os.path.join(ROOT, "examples", "demo.py"), cwd=tmp_path)
@@ -153,59 +110,6 @@ def test_the_demo_under_kwshim_run_credits_the_switch(tmp_path):
     assert "binds the parameter itself" not in done.stdout and "OK" in done.stdout
     if "bare Triton:   stored" in done.stdout:  # the switch fixed the bare kernel: say so
         assert "the switch (kwshim run / pytest --kwshim) fixed the bare kernel too" in done.stdout
-
-
-MARKED_TESTS = textwrap.dedent("""
-    import pytest
-    from kwshim import switch
-
-    @pytest.mark.kwshim_autotune("all")
-    def test_exempt():
-        assert switch.active_settings().policy == "all"
-
-    def test_default():
-        assert switch.active_settings().policy == "verify"
-""")
-
-
-def test_a_marker_sets_one_tests_policy_under_the_plugin(tmp_path):
-    (tmp_path / "test_marked.py").write_text(MARKED_TESTS)
-    done = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--kwshim",
-                           "--kwshim-autotune", "verify", "test_marked.py"], capture_output=True, text=True,
-                          cwd=tmp_path, env=environment(), timeout=300)
-    assert done.returncode == 0 and "2 passed" in done.stdout, done.stdout[-2000:] + done.stderr[-2000:]
-
-
-def test_the_plugin_refuses_to_start_where_the_interpreter_stores_nothing(tmp_path):
-    """Triton <= 3.1 with numpy 2: every store writes nothing. Simulated here by a plugin loaded
-    first that makes the probe report it; the real probe is checked healthy below."""
-    (tmp_path / "stores_nothing.py").write_text(
-        "import kwshim.runner\nkwshim.runner.interpreter_store_problem = lambda: 'stores write nothing (simulated)'\n")
-    (tmp_path / "test_x.py").write_text("def test_x():\n    pass\n")
-    done = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "stores_nothing",
-                           "--kwshim", "test_x.py"], capture_output=True, text=True, cwd=tmp_path,
-                          env=environment(PYTHONPATH=os.pathsep.join([str(tmp_path), ROOT, *inherited_pythonpath()])),
-                          timeout=300)
-    assert done.returncode != 0 and "kwshim: stores write nothing (simulated)" in done.stderr
-    assert "1 passed" not in done.stdout
-
-
-def test_the_real_store_probe_launches_and_finds_this_environment_healthy(monkeypatch):
-    """The probe launches only under numpy 2; made to launch here (numpy < 2), it finds stores working."""
-    import numpy
-
-    from kwshim import _triton, runner
-
-    probed = []
-    real = _triton.jit_makes_interpreted
-
-    def counting():
-        probed.append(1)
-        return real()
-
-    monkeypatch.setattr(numpy, "__version__", "2.0.0")
-    monkeypatch.setattr(_triton, "jit_makes_interpreted", counting)
-    assert runner.interpreter_store_problem() is None and probed == [1]
 
 
 def test_kwshim_run_says_when_the_interpreter_is_off_and_no_gpu_driver_exists(tmp_path):

@@ -82,7 +82,7 @@ def test_an_annotated_float_parameter_gets_its_type():
 
 
 def test_an_int_equal_to_1_is_specialised_to_a_constant_as_compiled():
-    from kwshim import scalars
+    from kwshim.launch import scalars
 
     if not scalars._interpreter()[4]:
         pytest.skip("this release's interpreter cannot compute with the constant 1")

@@ -12,8 +12,9 @@ import triton
 import triton.language as tl
 
 import kwshim
-from kwshim import ConfigDivergenceError, LaunchArgumentError, switch
-from kwshim.kernel import launcher_via_paths
+from kwshim import ConfigDivergenceError, LaunchArgumentError
+from kwshim.doors import switch
+from kwshim.launch.kernel import launcher_via_paths
 
 from .kernels import needs_block_loads, store_kernel
 
@@ -60,10 +61,10 @@ def test_a_kernel_made_while_active_binds_and_behaves_bare_after(out):
 def test_nesting_double_deactivation_and_the_policy_in_force():
     outer = kwshim.activate(autotune="first")
     inner = kwshim.activate(autotune="verify")
-    assert switch.active_settings().policy == "verify"
+    assert switch.active_settings().autotune == "verify"
     inner.deactivate()
     inner.deactivate()  # a no-op
-    assert switch.active_settings().policy == "first" and switch.is_active()
+    assert switch.active_settings().autotune == "first" and switch.is_active()
     outer.deactivate()
     assert not switch.is_active()
     with kwshim.activate() as handle:
@@ -74,7 +75,7 @@ def test_nesting_double_deactivation_and_the_policy_in_force():
 def test_out_of_order_deactivation_keeps_the_switch_until_the_last_handle():
     first, second = kwshim.activate(autotune="first"), kwshim.activate(autotune="all")
     first.deactivate()
-    assert switch.active_settings().policy == "all"
+    assert switch.active_settings().autotune == "all"
     second.deactivate()
     assert not switch.is_active()
 

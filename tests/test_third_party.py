@@ -49,7 +49,7 @@ def test_bare_interpreter_fails_it_where_reserved_keywords_are_dropped(liger):
     # the same script, bare: TRITON_INTERPRET=1 and no kwshim
     env = dict(os.environ, TRITON_INTERPRET="1", PYTHONPATH=os.pathsep.join([liger, *inherited_pythonpath()]))
     done = subprocess.run([sys.executable, SCRIPT], capture_output=True, text=True, env=env, timeout=600)
-    from kwshim.doctor import run_probe
+    from kwshim.tools.doctor import run_probe
 
     probes, error = run_probe()
     assert error is None

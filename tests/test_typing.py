@@ -25,4 +25,4 @@ def test_kwsafe_keeps_the_decorated_objects_type(tmp_path):
     done = mypy("--config-file", os.path.join(ROOT, "setup.cfg"), str(tmp_path / "use.py"),
                 cwd=ROOT)
     assert 'Revealed type is "use.Kernel"' in done.stdout, done.stdout
-    assert 'Revealed type is "kwshim.switch.Handle"' in done.stdout, done.stdout
+    assert 'Revealed type is "kwshim.doors.switch.Handle"' in done.stdout, done.stdout

@@ -22,7 +22,7 @@ import xml.etree.ElementTree as ElementTree
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
-from kwshim._probe import PROBES  # noqa: E402  (the probe contract, defined once)
+from kwshim.tools.probe import PROBES  # noqa: E402  (the probe contract, defined once)
 RELEASES = ["2.2.0", "2.3.0", "2.3.1", "3.0.0", "3.1.0", "3.2.0", "3.3.0", "3.3.1", "3.4.0", "3.5.0", "3.5.1",
             "3.6.0", "3.7.0", "3.7.1", "3.8.0", "3.9.0"]
 #: wrapt 1.x rows (wrapt 2.x is the .venv's): on the oldest and the newest release.

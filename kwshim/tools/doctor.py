@@ -1,7 +1,7 @@
 """``kwshim doctor``: what this environment's Triton does, found by running it.
 
 The interpreter's behaviour is probed live, in a subprocess with the interpreter switched on
-(see ``_probe.py``, which also defines the probes' keys and labels), never inferred from version
+(see ``probe.py``, which also defines the probes' keys and labels), never inferred from version
 numbers. Whether the interpreter is on is probed too: Triton up to 3.3 reads only
 ``TRITON_INTERPRET=1``, later releases also ``true``/``yes``/``on``. Versions are for context.
 """
@@ -12,15 +12,16 @@ import os
 import subprocess
 import sys
 
-from ._probe import PROBES
-from ._triton import ignored_interpret_hint
+from ..compat import TRITON_DISTRIBUTIONS, ignored_interpret_hint
+from .probe import PROBES
 
 __all__ = ["diagnose", "render", "run_probe"]
 
 
-def diagnose():
+def diagnose(progress=None):
     """A dict describing the environment; ``broken`` is True when Triton is missing, the probe
-    cannot run, or the interpreter's stores write nothing."""
+    cannot run, or the interpreter's stores write nothing. ``progress(line)`` is told before the
+    probes start (they take a while), and only if they do."""
     report = {
         "python": sys.version.split()[0],
         "triton": _distribution_of("triton"),
@@ -41,6 +42,8 @@ def diagnose():
     if report["torch"] is None:
         report["advice"].append("torch is not installed: the live probes need it (skipped)")
         return report
+    if progress is not None:
+        progress("kwshim doctor: probing the installed Triton's interpreter in subprocesses (about 10-15 s)...")
     report["interpreter_mode"] = _interpreter_mode()
     mode = report["interpreter_mode"]
     hint = None if mode["on"] is None else ignored_interpret_hint(mode["on"], report["triton"]["version"])
@@ -65,15 +68,18 @@ def diagnose():
         report["advice"].append("autotuned kernels fail here bare (multi-Config tuning needs a GPU): the switch "
                                 "(kwshim.activate(), kwshim run, pytest --kwshim) makes them decorate, launch and "
                                 "tune on the CPU")
+    if not probes.get("bf16_arithmetic_works", {"ok": True})["ok"]:
+        report["advice"].append("this interpreter computes bf16 on its raw bits: bf16 kernels store wrong values "
+                                "on the CPU, with or without kwshim (not fixed yet; see the README's Limitations)")
     return report
 
 
 def run_probe(*arguments, env=None):
-    """Run ``python -m kwshim._probe [arguments]``; return ``(result, None)`` or ``({}, why)``.
+    """Run ``python -m kwshim.tools.probe [arguments]``; return ``(result, None)`` or ``({}, why)``.
     A probe that prints anything but one JSON object is reported with what it printed."""
     env = dict(os.environ, TRITON_INTERPRET="1") if env is None else env
     try:
-        done = subprocess.run([sys.executable, "-m", "kwshim._probe", *arguments], capture_output=True, text=True,
+        done = subprocess.run([sys.executable, "-m", "kwshim.tools.probe", *arguments], capture_output=True, text=True,
                               env=env, timeout=300)
     except subprocess.TimeoutExpired:
         return {}, "timed out after 300 s"
@@ -99,7 +105,6 @@ def _distribution_of(module):
         names = importlib.metadata.packages_distributions().get(module) or []
     except Exception:
         names = []
-    from ._triton import TRITON_DISTRIBUTIONS
 
     for name in list(names) + [n for n in TRITON_DISTRIBUTIONS if module == "triton" and n not in names]:
         try:

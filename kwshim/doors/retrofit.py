@@ -11,9 +11,9 @@ import types
 import warnings
 from typing import Dict, List
 
-from . import _triton
-from .errors import PlacementError, UnsupportedSignatureError
-from .kernel import KwsafeKernel, fix_in_place
+from .. import compat
+from ..errors import PlacementError, UnsupportedSignatureError
+from ..launch.kernel import KwsafeKernel, fix_in_place
 
 __all__ = ["retrofit_stack", "kwsafe_module", "ModuleFix"]
 
@@ -21,13 +21,13 @@ __all__ = ["retrofit_stack", "kwsafe_module", "ModuleFix"]
 def retrofit_stack(stack):
     """Wrap the jit kernel at the bottom of ``stack`` (an Autotuner/Heuristics nesting) in place;
     return ``stack``. A no-op when it is already wrapped or compiled."""
-    nodes = list(_triton.walk(stack))
+    nodes = list(compat.walk(stack))
     parent, child = (nodes[-2], nodes[-1]) if len(nodes) > 1 else (stack, None)
-    if child is None or not _triton.is_kernel(child):
+    if child is None or not compat.is_kernel(child):
         raise PlacementError(
             f"kwsafe found no @triton.jit kernel under {type(stack).__qualname__} (following .fn): "
             "it expects an autotune/heuristics stack built on a Triton kernel")
-    interpreted = _triton.kernel_classes().interpreted
+    interpreted = compat.kernel_classes().interpreted
     if interpreted is not None and isinstance(child, interpreted) and not isinstance(child, KwsafeKernel):
         parent.fn = KwsafeKernel(child)
     return stack
@@ -46,16 +46,16 @@ def kwsafe_module(module) -> ModuleFix:
     ``skipped`` and reported in one warning."""
     if not isinstance(module, types.ModuleType):
         raise TypeError(f"kwsafe_module expects a module, got {type(module).__qualname__}")
-    interpreted = _triton.kernel_classes().interpreted
+    interpreted = compat.kernel_classes().interpreted
     fixed, skipped = ModuleFix(), {}
     for name, value in list(vars(module).items()):
         try:
-            if _triton.is_stack(value):
-                before = _triton.innermost(value)
+            if compat.is_stack(value):
+                before = compat.innermost(value)
                 if isinstance(before, KwsafeKernel):
                     continue
                 retrofit_stack(value)
-                if _triton.innermost(value) is not before:
+                if compat.innermost(value) is not before:
                     fixed.append(name)
             elif (interpreted is not None and isinstance(value, interpreted)
                   and not isinstance(value, KwsafeKernel)):

@@ -9,12 +9,14 @@ import json
 import os
 import sys
 
+from ..settings import FIELDS, POLICIES, Settings
+
 __all__ = ["main"]
 
 
 def main(argv=None):
-    from . import __version__
-    from .check import CODES
+    from .. import __version__
+    from ..tools.check import CODES
 
     parser = argparse.ArgumentParser(prog="kwshim", description="kwshim's tools for Triton kernel authors")
     parser.add_argument("--version", action="version", version=f"kwshim {__version__}")
@@ -36,17 +38,16 @@ def main(argv=None):
         description="Run SCRIPT (or MODULE) as python would, with the switch on: every interpreted kernel binds\n"
                     "its launches as under @kwsafe and every autotuner tunes on the CPU. Sets TRITON_INTERPRET=1\n"
                     "when it is unset. ARGS, everything after SCRIPT or MODULE ('--' included), are the target's.",
-        epilog="autotune policies:\n"
-               "  first   no tuning: the first Config that survives pruning runs\n"
-               "  all     each Config runs once with the autotuner's own hooks, nothing restored (as on a GPU)\n"
-               "  verify  all, plus: every Config from one snapshot must agree (ConfigDivergenceError), and the\n"
-               "          tuned launch must leave what one clean launch leaves (AutotuneSideEffectError)")
-    run.add_argument("--autotune", choices=("first", "all", "verify"), default="all",
-                     help="autotune policy for interpreted autotuners (default: all)")
-    run.add_argument("--rtol", type=float, default=1e-05, help="verify: relative tolerance for floats (default 1e-05)")
-    run.add_argument("--atol", type=float, default=1e-08, help="verify: absolute tolerance for floats (default 1e-08)")
-    run.add_argument("--no-equal-nan", dest="equal_nan", action="store_false",
-                     help="verify: NaN in the same place counts as a difference (by default it agrees)")
+        epilog="autotune policies:\n" + "".join(f"  {name:<7} {meaning}\n" for name, meaning in POLICIES.items()))
+    for field in FIELDS:
+        flag = field.name.replace("_", "-")
+        if isinstance(field.default, bool):
+            run.add_argument(f"--no-{flag}", dest=field.name, action="store_false",
+                             help=f"{field.help} (this flag turns it off)")
+        else:
+            run.add_argument(f"--{flag}", dest=field.name, default=field.default, choices=field.choices or None,
+                             type=None if field.choices else type(field.default),
+                             metavar="POLICY" if field.choices else None, help=field.help)
     run.add_argument("-m", dest="module", action="store_true", help="run a module, as python -m")
     run.add_argument("target", metavar="SCRIPT|MODULE")
     argv = list(sys.argv[1:] if argv is None else argv)
@@ -63,7 +64,7 @@ def main(argv=None):
 
 
 #: ``kwshim run``'s own options that take a value
-_RUN_VALUED = ("--autotune", "--rtol", "--atol")
+_RUN_VALUED = tuple(f"--{field.name.replace('_', '-')}" for field in FIELDS if not isinstance(field.default, bool))
 
 
 def _split_run(argv):
@@ -87,11 +88,10 @@ def _split_run(argv):
 def _run(options, target_args, parser):
     import importlib.util
 
-    from .autotune import Settings
     from .runner import run_target
 
     try:
-        Settings(options.autotune, options.rtol, options.atol, options.equal_nan)
+        settings = Settings(**{field.name: getattr(options, field.name) for field in FIELDS})
     except ValueError as exc:
         parser.error(str(exc))  # exits with status 2
     if options.module:
@@ -105,12 +105,11 @@ def _run(options, target_args, parser):
     elif not os.path.isfile(options.target):
         print(f"kwshim run: no such file: {options.target!r}", file=sys.stderr)
         return 2
-    return run_target(options.target, target_args, module=options.module, policy=options.autotune,
-                      rtol=options.rtol, atol=options.atol, equal_nan=options.equal_nan)
+    return run_target(options.target, target_args, module=options.module, settings=settings)
 
 
 def _check(options, parser):
-    from .check import check_paths, reserved_names
+    from ..tools.check import check_paths, reserved_names
 
     missing = [path for path in options.paths if not os.path.exists(path)]
     if missing:
@@ -126,11 +125,9 @@ def _check(options, parser):
 
 
 def _doctor(options):
-    from .doctor import diagnose, render
+    from ..tools.doctor import diagnose, render
 
-    print("kwshim doctor: probing the installed Triton's interpreter in subprocesses (about 10-15 s)...",
-          file=sys.stderr, flush=True)
-    report = diagnose()
+    report = diagnose(progress=lambda line: print(line, file=sys.stderr, flush=True))
     if options.json:
         json.dump(report, sys.stdout, indent=2)
         sys.stdout.write("\n")

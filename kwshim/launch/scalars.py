@@ -13,7 +13,7 @@ is. What the installed interpreter already converts right is probed once, and le
 import functools
 from typing import Any, Callable, List, Optional, Sequence, Tuple
 
-from . import _triton
+from .. import compat
 
 __all__ = ["ScalarTyping", "converter"]
 
@@ -22,7 +22,7 @@ __all__ = ["ScalarTyping", "converter"]
 def _interpreter():
     """(module, implicit_cvt, converts floats to fp32, converts bools to i1, whether the constant 1
     works as compiled Triton's specialisation), probed once."""
-    _triton.import_triton()
+    compat.import_triton()
     import triton.language as tl
     from triton.runtime import interpreter
 

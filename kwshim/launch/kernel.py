@@ -20,12 +20,14 @@ from typing import Any, Dict, Tuple
 
 import wrapt
 
-from . import _triton, interpreter_math, options, scalars
+from .. import compat, interpreter
+from ..errors import LaunchArgumentError, UnsupportedSignatureError
+from ..patching import Patch
+from . import options, scalars
 from .binding import BindingPlan
-from .errors import LaunchArgumentError, UnsupportedSignatureError
 
 __all__ = ["KwsafeKernel", "LaunchPaths", "paths_of", "launcher_via_paths", "RunSlot", "fix_in_place",
-           "is_fixed_in_place", "kernel_name"]
+           "is_fixed_in_place"]
 
 #: Serializes interpreted launches where the interpreter needs it: from 3.6 it patches
 #: triton.language for the length of each launch and restores it afterwards, so two launches in
@@ -34,17 +36,12 @@ __all__ = ["KwsafeKernel", "LaunchPaths", "paths_of", "launcher_via_paths", "Run
 _LAUNCH_LOCK = threading.RLock()
 
 
-def kernel_name(kernel):
-    fn = kernel.fn
-    return getattr(fn, "__name__", None) or getattr(kernel, "__name__", "kernel")
-
-
 def check_signature(name, fn):
     """Refuse, when the kernel is wrapped, a signature the installed compiler would refuse: a
     launch must never silently use a parameter's default instead of the value given."""
     import inspect
 
-    accepted = _triton.compiler_accepts()
+    accepted = compat.compiler_accepts()
     for param in inspect.signature(fn).parameters.values():
         if param.kind is inspect.Parameter.KEYWORD_ONLY and "keyword_only" not in accepted:
             raise UnsupportedSignatureError(
@@ -71,15 +68,15 @@ class LaunchPaths:
     """
 
     def __init__(self, kernel):
-        name = kernel_name(kernel)
+        name = compat.kernel_name(kernel)
         check_signature(name, kernel.fn)
         plan = BindingPlan(name, kernel.fn, options.known_names())
         self.plan = plan
-        injected = _triton.injected_keywords()
+        injected = compat.injected_keywords()
         declares_injected = bool(plan.names & injected.keys())
         has_hooks = hasattr(kernel, "add_pre_run_hook")
-        getitem, method_run = _triton.pristine_interpreter_methods()
-        lock = _LAUNCH_LOCK if _triton.interpreter_shares_launch_state() else None
+        getitem, method_run = compat.pristine_interpreter_methods()
+        lock = _LAUNCH_LOCK if compat.interpreter_shares_launch_state() else None
         bind, fail, keyword_only = plan.fast_bind, plan.fail, plan.has_keyword_only
         arity = -1 if declares_injected else plan.arity
         empty: dict = {}
@@ -94,10 +91,10 @@ class LaunchPaths:
         injected_names = frozenset(injected)
         raw = _raw_launch(kernel, getitem, method_run, lock)
         convert = scalars.converter(kernel)  # None: no runtime scalar needs typing
-        math_swaps = interpreter_math.global_swaps(kernel.fn)  # libdevice named by the kernel's globals
-        if math_swaps:
-            raw = interpreter_math.with_swaps(raw, math_swaps, _LAUNCH_LOCK)
-            arity = -2  # every launch through ``raw``: no fast path around the swaps
+        per_launch = interpreter.launch_patches(kernel.fn)  # libdevice named by the kernel's globals
+        if per_launch:
+            raw = _with_patches(raw, per_launch)
+            arity = -2  # every launch through ``raw``: no fast path around the patches
 
         def with_injected(kwargs):
             """The launch's keywords as compiled ``run`` completes them (a copy). Called where that
@@ -135,12 +132,9 @@ class LaunchPaths:
                 positional = convert(positional)
             if not hooks:
                 return raw(grid, positional, keywords)
-            with (lock or _LAUNCH_LOCK):  # the interpreter must not call the hooks a second time
-                kernel.pre_run_hooks = []
-                try:
-                    return raw(grid, positional, keywords)
-                finally:
-                    kernel.pre_run_hooks = hooks
+            with (lock or _LAUNCH_LOCK), Patch() as patch:  # the interpreter must not call the hooks again
+                patch.setattr(kernel, "pre_run_hooks", [])
+                return raw(grid, positional, keywords)
 
         def launcher_for(grid):
             if type(grid) is list:  # compiled Triton launches a list grid; the interpreter cannot
@@ -184,7 +178,7 @@ class LaunchPaths:
 
         self.launcher_for = launcher_for
         self.run = run
-        if not _triton.run_requires_warmup():  # as the installed compiled run: warmup defaults to False
+        if not compat.run_requires_warmup():  # as the installed compiled run: warmup defaults to False
             def lenient_run(*args, grid, warmup=False, **kwargs):
                 return run(*args, grid=grid, warmup=warmup, **kwargs)
 
@@ -199,6 +193,19 @@ def _tuple_grid(grid):
         return tuple(result) if type(result) is list else result
 
     return as_tuple
+
+
+def _with_patches(raw, entries):
+    """``raw`` (a launch) with each ``(namespace, name, value)`` of ``entries`` set for its duration,
+    serialized by the launch lock: module globals are shared by every thread."""
+
+    def launch(grid, args, kwargs):
+        with _LAUNCH_LOCK, Patch() as patch:
+            for namespace, name, value in entries:
+                patch.setitem(namespace, name, value)
+            return raw(grid, args, kwargs)
+
+    return launch
 
 
 def _raw_launch(kernel, getitem, method_run, lock):
@@ -235,8 +242,8 @@ def paths_of(kernel) -> LaunchPaths:
     paths = LaunchPaths(kernel)
     key = id(kernel)
 
-    def forget(_, key=key):
-        _PATHS.pop(key, None)
+    def forget(_, key=key, pop=_PATHS.pop):  # ``pop`` bound now: at shutdown the module's globals are gone
+        pop(key, None)
 
     _PATHS[key] = (weakref.ref(kernel, forget), paths)
     return paths
@@ -270,7 +277,7 @@ def launcher_via_paths(kernel, grid):
 
 @functools.lru_cache(maxsize=None)
 def _fixed_class(cls: Any) -> type:
-    _triton.pristine_interpreter_methods()
+    compat.pristine_interpreter_methods()
     namespace = {"__getitem__": launcher_via_paths, "run": RunSlot(), "_kwshim_fixed": True,
                  "__module__": cls.__module__, "__reduce_ex__": _reduce_fixed}
     return type(cls.__name__, (cls,), namespace)
@@ -393,7 +400,7 @@ def _resolve(module, qualname):
     obj = importlib.import_module(module)
     for part in qualname.split("."):
         obj = getattr(obj, part)
-    for node in _triton.walk(obj):
+    for node in compat.walk(obj):
         if isinstance(node, KwsafeKernel):
             return node
     raise pickle.UnpicklingError(f"{module}.{qualname} holds no kwsafe kernel")

@@ -14,11 +14,10 @@ every installed backend refuses it.
 import functools
 import importlib
 import os
-import pkgutil
 from typing import Any, Callable, Dict, NamedTuple, Optional
 
-from . import _triton
-from .errors import LaunchOptionError
+from .. import compat
+from ..errors import LaunchOptionError
 
 __all__ = ["set_target", "get_target", "installed_targets", "known_names", "DEPRECATED"]
 
@@ -71,10 +70,10 @@ def get_target() -> Optional[str]:
 @functools.lru_cache(maxsize=None)
 def backends() -> Dict[str, Backend]:
     """Every installed backend's options, by target name."""
-    _triton.import_triton()
+    compat.import_triton()
     found: Dict[str, Backend] = {}
+    discovered = compat.discovered_backends()
     try:
-        discovered = importlib.import_module("triton.backends").backends  # 3.x
         GPUTarget: Any = importlib.import_module("triton.backends.compiler").GPUTarget
     except (ImportError, AttributeError):
         discovered, GPUTarget = {}, None
@@ -112,19 +111,11 @@ def _builder(options_class) -> Callable[[dict], object]:
 
 
 def _legacy_option_classes():
-    try:
-        package = importlib.import_module("triton.compiler.backends")
-    except ImportError:
-        return
-    for info in pkgutil.iter_modules(package.__path__, package.__name__ + "."):
-        try:
-            module = importlib.import_module(info.name)
-        except Exception:
-            continue
+    for module in compat.legacy_backend_modules():
         for value in vars(module).values():
             if (isinstance(value, type) and value.__name__.endswith("Options")
                     and hasattr(value, "__dataclass_fields__")):
-                yield info.name.rsplit(".", 1)[-1], value
+                yield module.__name__.rsplit(".", 1)[-1], value
 
 
 def installed_targets() -> frozenset:
@@ -146,10 +137,10 @@ def _refresh_known_names():
     target = get_target()
     names: set
     if target is None:
-        names = set(_triton.launch_options()) | option_names()
+        names = set(compat.launch_options()) | option_names()
     else:
         names = set(backends()[target].names) | {"grid", "warmup"}
-    names |= set(_triton.injected_keywords())  # compiled run adds them to every launch itself
+    names |= set(compat.injected_keywords())  # compiled run adds them to every launch itself
     names -= set(DEPRECATED)
     _KNOWN.clear()
     _KNOWN.update(names)

@@ -12,7 +12,7 @@ import itertools
 import keyword
 import linecache
 
-from .errors import LaunchArgumentError, UnknownLaunchKeywordError, UnsupportedSignatureError
+from ..errors import LaunchArgumentError, UnknownLaunchKeywordError, UnsupportedSignatureError
 
 __all__ = ["BindingPlan"]
 

@@ -8,9 +8,9 @@ compiled Triton binds them. This module only dispatches: a kernel gets a ``Kwsaf
 
 from typing import TypeVar, overload
 
-from . import _triton
-from .errors import PlacementError, UnsupportedTritonError
-from .kernel import KwsafeKernel
+from .. import compat
+from ..errors import PlacementError, UnsupportedTritonError
+from ..launch.kernel import KwsafeKernel
 from .retrofit import retrofit_stack
 
 __all__ = ["kwsafe"]
@@ -44,16 +44,16 @@ def kwsafe(kernel=_NO_KERNEL):
         return kwsafe
     if isinstance(kernel, KwsafeKernel):
         return kernel
-    classes = _triton.kernel_classes()
+    classes = compat.kernel_classes()
     if classes.interpreted is not None and isinstance(kernel, classes.interpreted):
         return KwsafeKernel(kernel)
     if isinstance(kernel, classes.jit):
-        if classes.interpreted is None and _triton.interpreter_requested():
+        if classes.interpreted is None and compat.interpreter_requested():
             raise UnsupportedTritonError(
-                f"TRITON_INTERPRET is set, but Triton {_triton.triton_version()} has no interpreter "
+                f"TRITON_INTERPRET is set, but Triton {compat.triton_version()} has no interpreter "
                 "(it arrived in 2.2.0), so kwsafe cannot apply: upgrade to Triton >= 2.2.0")
         return kernel  # compiled mode: compiled Triton already binds every parameter
-    if _triton.is_stack(kernel):
+    if compat.is_stack(kernel):
         return retrofit_stack(kernel)
     raise PlacementError(
         f"kwsafe expects a Triton kernel made by @triton.jit, got {_describe(kernel)}. {_PLACEMENT}")

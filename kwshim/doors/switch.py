@@ -2,12 +2,12 @@
 
 While it is on, every interpreted kernel binds its launches as under ``@kwsafe`` (decorated or
 not, created before or after, in any library) and every autotuner over interpreted kernels
-tunes on the CPU under a policy (``autotune.py``). It works by patching Triton's interpreter
-kernel class and ``Autotuner`` while on, and nowhere else: each patch records the exact prior
-attribute (or its absence) and is undone in reverse order when the last handle deactivates.
+tunes on the CPU under a policy (``autotune``). It works by patching Triton's interpreter kernel
+class and ``Autotuner`` while on, and nowhere else, through one ``Patch`` that is undone when the
+last handle deactivates.
 
 Choices, documented for users:
-- **Nesting**: handles stack. The innermost active handle's policy is in force; deactivating
+- **Nesting**: handles stack. The innermost active handle's settings are in force; deactivating
   it restores the enclosing one's. Deactivating out of order is allowed; Triton is restored
   when no handle is left.
 - **Double deactivation** is a no-op; entering a deactivated handle (a second ``with handle:``)
@@ -20,43 +20,24 @@ Choices, documented for users:
 import threading
 from typing import List, Optional
 
-from . import _triton
-from . import autotune as autotune_module
-from . import interpreter_math
-from .kernel import RunSlot, launcher_via_paths
+from .. import compat, interpreter
+from ..autotune import AutotunerPatch
+from ..launch.kernel import RunSlot, launcher_via_paths
+from ..patching import Patch
+from ..settings import DEFAULT, Settings
 
-__all__ = ["activate", "Handle", "active_settings", "is_active"]
+__all__ = ["activate", "activate_with", "Handle", "active_settings", "is_active"]
 
-_ABSENT = object()
 _LOCK = threading.RLock()
 _HANDLES: List["Handle"] = []
-_PATCHES: Optional["Patches"] = None
-
-
-class Patches:
-    """Reversible attribute patches: record the exact prior value (or absence), undo in reverse."""
-
-    def __init__(self):
-        self._undo = []
-
-    def set(self, owner, name, value):
-        prior = vars(owner).get(name, _ABSENT)
-        setattr(owner, name, value)
-        self._undo.append((owner, name, prior))
-
-    def undo(self):
-        while self._undo:
-            owner, name, prior = self._undo.pop()
-            if prior is _ABSENT:
-                delattr(owner, name)
-            else:
-                setattr(owner, name, prior)
+_PATCH: Optional[Patch] = None
+_AUTOTUNER: Optional[AutotunerPatch] = None
 
 
 class Handle:
     """An activation of the switch. A context manager; ``deactivate()`` ends it (twice is a no-op)."""
 
-    def __init__(self, settings):
+    def __init__(self, settings: Settings):
         self.settings = settings
 
     @property
@@ -64,15 +45,16 @@ class Handle:
         return self in _HANDLES
 
     def deactivate(self) -> None:
-        global _PATCHES
+        global _PATCH, _AUTOTUNER
         with _LOCK:
             if self not in _HANDLES:
                 return
             _HANDLES.remove(self)
-            if not _HANDLES and _PATCHES is not None:
-                _PATCHES.undo()
-                _PATCHES = None
-                _INSTALL_RUN.clear()
+            if _HANDLES:
+                _settings_changed()
+            elif _PATCH is not None:
+                _PATCH.undo()
+                _PATCH = _AUTOTUNER = None
 
     def __enter__(self):
         if not self.active:  # a second `with` on a spent handle would silently switch nothing on
@@ -84,10 +66,11 @@ class Handle:
         self.deactivate()
 
     def __repr__(self):
-        return f"<kwshim switch {self.settings.policy!r} {'active' if self.active else 'inactive'}>"
+        return f"<kwshim switch {self.settings.autotune!r} {'active' if self.active else 'inactive'}>"
 
 
-def activate(autotune: str = "all", *, rtol: float = 1e-05, atol: float = 1e-08, equal_nan: bool = True) -> Handle:
+def activate(autotune: str = DEFAULT.autotune, *, rtol: float = DEFAULT.rtol, atol: float = DEFAULT.atol,
+             equal_nan: bool = DEFAULT.equal_nan) -> Handle:
     """Switch kwshim on for the whole process and return its handle (also a context manager).
 
     ``autotune`` is the policy of autotuners over interpreted kernels: ``"first"`` (no tuning),
@@ -97,15 +80,18 @@ def activate(autotune: str = "all", *, rtol: float = 1e-05, atol: float = 1e-08,
     launch does; compared exactly for integers and booleans and with ``rtol``/``atol``/``equal_nan``
     for floating point: NaN in the same place agrees unless ``equal_nan=False``).
     """
-    global _PATCHES
-    settings = autotune_module.Settings(autotune, rtol, atol, equal_nan)
+    return activate_with(Settings(autotune, rtol, atol, equal_nan))
+
+
+def activate_with(settings: Settings) -> Handle:
+    """``activate`` for settings already made (the doors: ``kwshim run``, ``pytest --kwshim``)."""
+    global _PATCH, _AUTOTUNER
     handle = Handle(settings)
     with _LOCK:
-        if _PATCHES is None:
-            _PATCHES = _install(settings.policy)
-        elif settings.policy == "verify" and _INSTALL_RUN:
-            _INSTALL_RUN[0]()
+        if _PATCH is None:
+            _PATCH, _AUTOTUNER = _install(settings)
         _HANDLES.append(handle)
+        _settings_changed()
     return handle
 
 
@@ -113,33 +99,38 @@ def is_active() -> bool:
     return bool(_HANDLES)
 
 
-def active_settings():
+def active_settings() -> Settings:
     handles = _HANDLES
-    return handles[-1].settings if handles else autotune_module.Settings()
+    return handles[-1].settings if handles else DEFAULT
 
 
-#: ``install_run()`` of the installed autotune patches (empty while the switch is off)
-_INSTALL_RUN: list = []
+def _settings_changed() -> None:
+    """Tell the autotuner patch the settings now in force (the innermost handle's)."""
+    if _AUTOTUNER is not None:
+        settings = _HANDLES[-1].settings
+        _AUTOTUNER.settings = settings
+        if settings.autotune == "verify":
+            _AUTOTUNER.install_run()
 
 
-def _install(policy) -> Patches:
-    classes = _triton.kernel_classes()
-    patches = Patches()
+def _install(settings: Settings):
+    classes = compat.kernel_classes()
+    patch = Patch()
     if classes.interpreted is None:  # 2.1.0: nothing interprets, so nothing to switch
-        return patches
-    _triton.pristine_interpreter_methods()  # read before anything is patched
+        return patch, None
+    compat.pristine_interpreter_methods()  # read before anything is patched
+    autotuner = None
     try:
-        patches.set(classes.interpreted, "__getitem__", launcher_via_paths)
-        patches.set(classes.interpreted, "run", RunSlot())
-        interpreting = _triton.interpreter_on()
+        patch.setattr(classes.interpreted, "__getitem__", launcher_via_paths)
+        patch.setattr(classes.interpreted, "run", RunSlot())
+        interpreting = compat.interpreter_on()
         if classes.autotuner is not None:
             # A compiled-only process needs kwshim's Autotuner.run for verify only (README: verify on a GPU)
-            _INSTALL_RUN[:] = [autotune_module.install(patches, active_settings,
-                                                       patch_run=interpreting or policy == "verify")]
+            autotuner = AutotunerPatch(settings)
+            autotuner.install(patch, run=interpreting or settings.autotune == "verify")
         if interpreting:  # compiled kernels keep the backend's own libdevice
-            interpreter_math.install(patches)
+            interpreter.install(patch)
     except BaseException:
-        patches.undo()
-        _INSTALL_RUN.clear()
+        patch.undo()
         raise
-    return patches
+    return patch, autotuner

@@ -26,8 +26,8 @@ CODES = {
     "KWS900": "the file could not be read or parsed",
 }
 
-#: Used where no ``triton`` module is installed: every name that some release's interpreter
-#: strips from a launch or that some release's autotune Config injects (2.2.0 to 3.9.0).
+#: Every name that some release's interpreter strips from a launch or that some release's autotune
+#: Config injects (2.2.0 to 3.9.0); ``tests/test_check.py`` holds it against the installed release.
 FALLBACK_RESERVED_NAMES = frozenset({
     "num_warps", "num_stages", "num_ctas", "maxnreg", "enable_fp_fusion", "enable_warp_specialization",
     "num_buffers_warp_spec", "num_consumer_groups", "reg_dec_producer", "reg_inc_consumer", "ir_override",
@@ -49,59 +49,18 @@ class Finding(NamedTuple):
 
 
 def reserved_names():
-    """The reserved launch names of the installed Triton (its Config fields and its
-    interpreter's reserved list), or ``FALLBACK_RESERVED_NAMES`` where there is no Triton."""
-    from . import _triton
-    from .errors import TritonNotFoundError
-
-    try:
-        return _triton.stripped_names()
-    except TritonNotFoundError:
-        return FALLBACK_RESERVED_NAMES
-
-
-_STRIPPING: List[tuple] = []
+    """The reserved launch names the checker looks for: every name that some release's interpreter
+    strips from a launch or that some release's autotune Config injects (2.2.0 to 3.9.0). Static on
+    purpose: a checker imports no Triton and starts no process, and a kernel is checked for every
+    release it may meet, not only the installed one."""
+    return FALLBACK_RESERVED_NAMES
 
 
 def _reserved_consequence(plural):
-    """What goes wrong with a declared reserved name without @kwsafe, true for the installed
-    release: probed once, live, by the doctor's probe (only when there is a finding to word)."""
-    if not _STRIPPING:
-        _STRIPPING.append(_probe_stripping())
-    strips, release = _STRIPPING[0]
+    """What goes wrong with a declared reserved name without @kwsafe (true for every release)."""
     it = "them" if plural else "it"
-    if strips is None:
-        return (f"Triton's interpreters 2.2-3.2 strip {it} from launches (a TypeError, or the default used "
-                "silently)")
-    if strips:
-        return (f"the installed Triton {release}'s interpreter strips {it} from launches (a TypeError, or the "
-                "default used silently)")
-    return (f"the installed Triton {release}'s interpreter binds {it}, but Triton 2.2-3.2's interpreters strip "
-            f"{it} (a TypeError, or the default used silently), and without @kwsafe this one passes unknown "
-            "launch keywords unseen")
-
-
-def _probe_stripping():
-    try:
-        import importlib.util
-
-        if importlib.util.find_spec("triton") is None or importlib.util.find_spec("torch") is None:
-            return None, None
-        from .doctor import run_probe
-
-        probes, error = run_probe()
-        result = probes.get("reserved_keywords_reach_parameters")
-        if error or result is None:
-            return None, None
-        from importlib.metadata import PackageNotFoundError, version
-
-        try:
-            release = version("triton")
-        except PackageNotFoundError:
-            release = "(unknown version)"
-        return (not result["ok"]), release
-    except Exception:  # the wording falls back; the finding stands
-        return None, None
+    return (f"Triton's interpreters 2.2-3.2 strip {it} from launches (a TypeError, or the default used "
+            "silently), and from 3.3 the interpreter passes unknown launch keywords unseen")
 
 
 def check_paths(paths, reserved) -> List[Finding]:
@@ -288,10 +247,13 @@ def _check_function(node, kinds, decorators, aliases, path, reserved, where=None
     args = node.args
     if args.kwonlyargs:
         names = ", ".join(f"'{p.arg}'" for p in args.kwonlyargs)
+        defaulted = [p.arg for p, default in zip(args.kwonlyargs, args.kw_defaults) if default is not None]
+        interpreted = ("the interpreter launches with the default instead of the value given" if defaulted
+                       else "the interpreter may never pass it the value given")
         yield Finding(path, at.lineno, at.col_offset + 1, "KWS004",
                       f"kernel '{node.name}' declares keyword-only parameter{'s' if len(args.kwonlyargs) > 1 else ''} "
-                      f"{names}: compiled Triton before 3.9 refuses them (CompilationError) and the interpreter "
-                      "launches with the default; declare them before any '*'")
+                      f"{names}: compiled Triton before 3.9 refuses them (CompilationError) and {interpreted}; "
+                      "declare them before any '*'")
     if "kwsafe" not in kinds:
         params = args.posonlyargs + args.args + args.kwonlyargs
         hits = [p for p in params if p.arg in reserved]

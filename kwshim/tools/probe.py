@@ -2,9 +2,9 @@
 object. The probe contract (its keys, what each checks, how a failure reads) is defined here
 once, in ``PROBES``; ``doctor.py`` and ``tools/matrix.py`` read it from here.
 
-- ``python -m kwshim._probe``: with ``TRITON_INTERPRET=1`` set before ``import triton``, each
+- ``python -m kwshim.tools.probe``: with ``TRITON_INTERPRET=1`` set before ``import triton``, each
   probe launches a tiny kernel bare (without kwsafe) and records ``{"ok", "detail", "causes"}``.
-- ``python -m kwshim._probe --mode``: with the environment as it is, whether the installed
+- ``python -m kwshim.tools.probe --mode``: with the environment as it is, whether the installed
   Triton builds interpreter kernels (Triton up to 3.3 reads only ``TRITON_INTERPRET=1``).
 
 Importing this module is light: Triton and torch are imported only when a probe runs.
@@ -26,6 +26,7 @@ PROBES = {
     "autotune_works": ("an autotuned kernel (one Config) launches", "autotune fails"),
     "multi_config_autotune_works": ("an autotuned kernel with two Configs tunes and launches",
                                     "multi-Config autotune fails"),
+    "bf16_arithmetic_works": ("bf16 x + y stores the sum", "bf16 arithmetic wrong"),
 }
 
 
@@ -86,9 +87,31 @@ def probe():
         results["unknown_keywords_refused"] = {"ok": True, "detail": _error(exc)}
     results["autotune_works"] = _probe_autotune(triton, _plain, launch)
     results["multi_config_autotune_works"] = _probe_multi_config_autotune(triton, _plain, launch)
+    results["bf16_arithmetic_works"] = _probe_bf16(torch, triton)
     for result in results.values():
         result.setdefault("causes", [])
     return results
+
+
+def _probe_bf16(torch, triton):
+    """The interpreter keeps bf16 as raw 16-bit integers and computes on the bits: ``x + y`` of
+    small values stores numbers like 1e37."""
+
+    @triton.jit
+    def _bf16_add(x_ptr, y_ptr, out_ptr):
+        offsets = tl.arange(0, 4)  # noqa: F821  (``tl`` is in this module's globals while probing)
+        tl.store(out_ptr + offsets, tl.load(x_ptr + offsets) + tl.load(y_ptr + offsets))  # noqa: F821
+
+    x = torch.tensor([0.5, 1.0, -2.0, 3.0], dtype=torch.bfloat16)
+    y = torch.tensor([0.25, 1.5, 0.5, -1.0], dtype=torch.bfloat16)
+    out = torch.zeros(4, dtype=torch.bfloat16)
+    try:
+        _bf16_add[(1,)](x, y, out)
+    except Exception as exc:
+        return {"ok": False, "detail": _error(exc)}
+    want = x + y
+    ok = bool(torch.equal(out, want))
+    return {"ok": ok, "detail": f"stored {out.float().tolist()}, expected {want.float().tolist()}"}
 
 
 def _probe_autotune(triton, plain, launch):

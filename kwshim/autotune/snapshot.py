@@ -1,0 +1,138 @@
+"""Tensor state for ``verify``: which tensors a launch can reach, their values at one moment, how two
+states differ, and writing back only what changed.
+
+A state is taken of the whole storage under each tensor, not only of the elements a view shows: a
+kernel given a strided view can write between its elements, and that must be seen and undone too.
+kwshim writes only into tensors a kernel changed, and writes as the interpreter does (no autograd
+version bump; legal for leaves that require grad and for inference tensors).
+"""
+
+__all__ = ["reachable_tensors", "State", "difference", "describe"]
+
+
+def reachable_tensors(names, args, kwargs):
+    """(name, tensor) for every tensor a launch can reach: positional and keyword arguments, tuple
+    elements, the tensor inside a host ``TensorDescriptor`` or a ``triton.reinterpret`` wrapper
+    (its ``base``), and, for a view that does not cover its storage, the whole storage under it
+    (``name.storage``, in the view's dtype)."""
+    import torch
+
+    found, seen, storages = [], set(), set()
+
+    def add(name, tensor):
+        if id(tensor) in seen:
+            return
+        seen.add(id(tensor))
+        storage = tensor.untyped_storage()
+        if _covers(tensor, storage):
+            storages.add(storage.data_ptr())
+            found.append((name, tensor))
+            return
+        found.append((name, tensor))
+        if storage.data_ptr() not in storages:
+            storages.add(storage.data_ptr())
+            found.append((f"{name}.storage", _whole_storage(tensor, storage)))
+
+    def visit(name, value):
+        if isinstance(value, torch.Tensor):
+            add(name, value)
+        elif isinstance(value, (tuple, list)):
+            for i, item in enumerate(value):
+                visit(f"{name}[{i}]", item)
+        elif isinstance(getattr(value, "base", None), torch.Tensor):  # a descriptor, a reinterpreted tensor
+            visit(f"{name}.base", value.base)
+
+    for i, value in enumerate(args):
+        visit(names[i] if i < len(names) else f"#{i}", value)
+    for name, value in kwargs.items():
+        visit(name, value)
+    return found
+
+
+def _covers(tensor, storage):
+    """Whether ``tensor``'s elements are all of its storage, each once."""
+    return (tensor.storage_offset() == 0 and tensor.is_contiguous()
+            and tensor.numel() * tensor.element_size() == storage.nbytes())
+
+
+def _whole_storage(tensor, storage):
+    """A flat tensor of ``tensor``'s dtype over all of ``storage`` (a new tensor object: writing
+    through it bumps no version counter of the view's)."""
+    import torch
+
+    count = storage.nbytes() // tensor.element_size()
+    if tensor.is_inference():
+        with torch.inference_mode():
+            return torch.empty(0, dtype=tensor.dtype, device=tensor.device).set_(storage, 0, (count,), (1,))
+    return torch.empty(0, dtype=tensor.dtype, device=tensor.device).set_(storage, 0, (count,), (1,))
+
+
+def _same(a, b):
+    """Bit-for-bit the same values (NaN where NaN): nothing to write back."""
+    import torch
+
+    if torch.equal(a, b):
+        return True
+    if a.dtype.is_floating_point or a.dtype.is_complex:
+        return bool(((a == b) | (torch.isnan(a) & torch.isnan(b))).all())
+    return False
+
+
+def _write(tensor, values):
+    """Put ``values`` back into ``tensor`` as the interpreter writes."""
+    import torch
+
+    if tensor.is_inference():
+        with torch.inference_mode():
+            tensor.copy_(values)
+    else:
+        tensor.data.copy_(values)
+
+
+class State:
+    """The values of some tensors at one moment; ``put`` writes back only the tensors that differ."""
+
+    def __init__(self, tensors):
+        self.tensors = tensors
+        self.values = [tensor.clone() for _, tensor in tensors]
+
+    def put(self):
+        for (_, tensor), values in zip(self.tensors, self.values):
+            if not _same(tensor, values):
+                _write(tensor, values)
+
+    def is_current(self):
+        return all(_same(tensor, values) for (_, tensor), values in zip(self.tensors, self.values))
+
+
+def difference(want, got, settings):
+    """None when ``got`` agrees with ``want`` (exact for integers and booleans, ``torch.isclose``
+    for floating point, NaN in the same place agreeing unless ``equal_nan`` is off); otherwise
+    (differing elements, elements, largest absolute difference, first differing index)."""
+    import torch
+
+    if want.shape != got.shape:
+        return (got.numel(), want.numel(), float("nan"), ())
+    if want.dtype.is_floating_point or want.dtype.is_complex:
+        if want.element_size() == 1:  # fp8: torch has no isclose for it; float32 holds every value exactly
+            want, got = want.to(torch.float32), got.to(torch.float32)
+        same = torch.isclose(got, want, rtol=settings.rtol, atol=settings.atol, equal_nan=settings.equal_nan)
+    else:
+        same = got == want
+    if bool(same.all()):
+        return None
+    differ = ~same
+    index = tuple(int(i) for i in torch.nonzero(differ)[0].tolist())
+    if want.dtype == torch.bool:
+        largest = 1.0
+    else:
+        delta = (got.to(torch.float64) - want.to(torch.float64)).abs()[differ]
+        largest = float(delta.max()) if delta.numel() else float("nan")
+    return int(differ.sum()), want.numel(), largest, index
+
+
+def describe(found):
+    """``difference``'s answer in words."""
+    count, total, largest, index = found
+    return (f"{count} of {total} elements differ, largest absolute difference {largest}, "
+            f"first at index {index}")

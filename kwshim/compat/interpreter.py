@@ -1,0 +1,166 @@
+"""How the installed interpreter launches, and what compiled ``run`` does around a launch: probed
+on the installed release (each once), never read from a version string."""
+
+import functools
+import importlib
+import inspect
+
+from .classes import import_triton, kernel_classes
+
+__all__ = ["compiler_accepts", "pristine_interpreter_methods", "interpreter_shares_launch_state",
+           "interpreter_restores_patches", "run_requires_warmup", "injected_keywords"]
+
+
+@functools.lru_cache(maxsize=None)
+def compiler_accepts() -> frozenset:
+    """Which kinds of parameter the installed compiler's code generator takes into a kernel's
+    signature, beyond positional-or-keyword ones: a subset of {"keyword_only", "variadic"}.
+
+    Probed by running the code generator's own ``visit_arguments`` on a parsed signature
+    (3.9 added both, PR #11418; earlier releases ignore them, and compiling then fails)."""
+    import_triton()
+    import ast
+
+    try:
+        from triton.compiler.code_generator import CodeGenerator
+    except ImportError:
+        return frozenset()
+    definition = ast.parse("def k(a, *vals, kw): pass").body[0]
+    assert isinstance(definition, ast.FunctionDef)
+    node = definition.args
+
+    class _Visitor:
+        @staticmethod
+        def visit(child):
+            return getattr(child, "arg", None)
+
+    try:
+        names = CodeGenerator.visit_arguments(_Visitor(), node)
+    except Exception:
+        return frozenset()
+    if isinstance(names, tuple):  # (arg_names, kwarg_names) before 3.9
+        names = names[0]
+    names = set(names or ())
+    return frozenset(kind for kind, name in (("keyword_only", "kw"), ("variadic", "vals")) if name in names)
+
+
+@functools.lru_cache(maxsize=None)
+def pristine_interpreter_methods():
+    """``(getitem, run)``: the interpreter kernel class's own launch methods, read once, before
+    anything of kwshim's is installed. ``run`` is None where it is a per-instance closure (<= 3.5)."""
+    cls = kernel_classes().interpreted
+    run = cls.__dict__.get("run")
+    return cls.__dict__["__getitem__"] if "__getitem__" in cls.__dict__ else cls.__getitem__, run
+
+
+@functools.lru_cache(maxsize=None)
+def interpreter_shares_launch_state() -> bool:
+    """Whether interpreted launches share state, so that two threads launching at once break
+    each other: a module-level builder holding the grid (every release: ``x >= grid_dim[0]`` when
+    grids differ), or ``triton.language`` patched and restored per launch (3.6+). Probed on the
+    installed interpreter module."""
+    import_triton()
+    try:
+        interpreter = importlib.import_module("triton.runtime.interpreter")
+    except ImportError:
+        return False
+    shared_builder = any(hasattr(value, "set_grid_dim") and not isinstance(value, type)
+                         for value in vars(interpreter).values())
+    return shared_builder or interpreter_restores_patches()
+
+
+@functools.lru_cache(maxsize=None)
+def interpreter_restores_patches() -> bool:
+    """Whether each interpreted launch patches ``triton.language`` and undoes it afterwards (3.6+,
+    PR #8735), which makes overlapping launches in two threads break each other. Earlier
+    releases patch and leave it patched (their shared builder needs serializing all the same)."""
+    import_triton()
+    try:
+        interpreter = importlib.import_module("triton.runtime.interpreter")
+    except ImportError:
+        return False
+    return hasattr(interpreter, "_LangPatchScope")
+
+
+@functools.lru_cache(maxsize=None)
+def run_requires_warmup() -> bool:
+    """Whether compiled ``JITFunction.run`` takes ``warmup`` as a required keyword (3.x; 2.2's
+    own launch paths call ``run`` without it)."""
+    try:
+        param = inspect.signature(kernel_classes().jit.run).parameters.get("warmup")
+    except (TypeError, ValueError, AttributeError):
+        return False
+    return param is not None and param.kind is inspect.Parameter.KEYWORD_ONLY and param.default is param.empty
+
+
+class _ProbeStop(Exception):
+    pass
+
+
+@functools.lru_cache(maxsize=None)
+def injected_keywords():
+    """The keywords compiled ``JITFunction.run`` adds to every launch itself (``debug``; from 3.6
+    ``instrumentation_mode``; on 3.9 ``fpsan_homomorphic_casts``), as a dict name ->
+    ``(value, caller_wins)``: the value a launch that gives none receives, and whether a value the
+    caller gives by keyword is kept. Probed by running the compiled ``run`` on a stand-in kernel
+    up to its pre-run hooks (a detached copy of it, whose driver is a stand-in) and reading the
+    keywords it built."""
+    jit = kernel_classes().jit
+    run = getattr(jit, "run", None)
+    code = getattr(run, "__code__", None)
+    if code is None or "kwargs" not in code.co_varnames:
+        return {}
+
+    import types
+
+    class _NoGPU:  # stands in for the driver in a detached copy of run: Triton itself is untouched
+        class active:
+            @staticmethod
+            def get_current_device():
+                return 0
+
+            @staticmethod
+            def get_current_stream(device=None):
+                return 0
+
+    namespace = dict(run.__globals__, driver=_NoGPU)
+    detached = types.FunctionType(code, namespace, run.__name__, run.__defaults__, run.__closure__)
+    detached.__kwdefaults__ = run.__kwdefaults__
+
+    def built_keywords(**given):
+        class _Stand:
+            debug = None
+            pre_run_hooks = [_stop]
+
+            def __getattr__(self, name):
+                raise _ProbeStop
+
+        try:
+            detached(_Stand(), grid=(1,), warmup=False, **given)
+        except _ProbeStop as exc:
+            found = getattr(exc, "kwargs", None)
+            if found is not None:
+                return found
+            traceback = exc.__traceback__
+        except BaseException as exc:  # no GPU driver: read the frame the failure left behind
+            traceback = exc.__traceback__
+        else:
+            return {}
+        while traceback is not None:
+            if traceback.tb_frame.f_code is code:
+                return dict(traceback.tb_frame.f_locals.get("kwargs") or {})
+            traceback = traceback.tb_next
+        return {}
+
+    def _stop(*args, **kwargs):
+        error = _ProbeStop()
+        error.kwargs = dict(kwargs)
+        raise error
+
+    plain = built_keywords()
+    marker = object()
+    found = {}
+    for name, value in plain.items():
+        kept = built_keywords(**{name: marker}).get(name) is marker
+        found[name] = (value, kept)
+    return found

@@ -1,0 +1,109 @@
+"""Interpreter fixes that are not arithmetic: where the installed interpreter cannot run what
+compiled Triton runs, the gap is filled while the switch is on (probed on the installed release).
+
+- ``~`` on booleans: builders that lack ``get_int1_ty`` or refuse int1 in ``get_all_ones_value``;
+- ``tl.sort`` with NumPy: 3.0's interpreter cannot run the bitonic network on 1-D blocks.
+
+A new interpreter fix goes here: a probe of the gap, a replacement, one line in ``install``.
+"""
+
+import sys
+
+import numpy as np
+
+__all__ = ["install"]
+
+
+def _all_ones(type):
+    """The interpreter's all-ones scalar of an integer or boolean type (what ``~x`` XORs with)."""
+    import triton.language as tl
+    from triton.runtime.interpreter import TensorHandle
+
+    scalar = getattr(type, "scalar", type)
+    if scalar == tl.int1:
+        return TensorHandle(np.full(1, True, dtype=np.bool_), scalar)
+    numpy_type = {"int8": np.int8, "int16": np.int16, "int32": np.int32, "int64": np.int64, "uint8": np.uint8,
+                  "uint16": np.uint16, "uint32": np.uint32, "uint64": np.uint64}.get(getattr(scalar, "name", ""))
+    if numpy_type is None:
+        raise TypeError(f"unsupported type {type}")
+    return TensorHandle(np.full(1, np.iinfo(numpy_type).max if np.issubdtype(numpy_type, np.unsignedinteger)
+                                else -1, dtype=numpy_type), scalar)
+
+
+def _builder_gaps(builder_class):
+    """(name, replacement) for what the installed interpreter builder lacks for ``~`` on booleans
+    (3.0-3.3: no ``get_int1_ty``, and ``get_all_ones_value`` refuses int1; 2.3: no
+    ``get_all_ones_value`` at all), probed on the class."""
+    import triton.language as tl
+
+    gaps = []
+    if not hasattr(builder_class, "get_int1_ty"):
+        gaps.append(("get_int1_ty", lambda self: tl.int1))
+    original = getattr(builder_class, "get_all_ones_value", None)
+    if original is None:
+        gaps.append(("get_all_ones_value", lambda self, type: _all_ones(type)))
+        return gaps
+    try:
+        original(None, tl.int1)
+    except TypeError:
+        def get_all_ones_value(self, type):
+            if getattr(type, "scalar", type) == tl.int1:
+                return _all_ones(type)
+            return original(self, type)
+
+        gaps.append(("get_all_ones_value", get_all_ones_value))
+    except Exception:  # noqa: S110  (another failure: not the gap this probe looks for)
+        pass
+    return gaps
+
+
+def _builder_class(interpreter):
+    """The installed interpreter's builder class: ``InterpreterBuilder`` (3.x) or ``Builder`` (2.x)."""
+    for name in ("InterpreterBuilder", "Builder"):
+        found = getattr(interpreter, name, None)
+        if isinstance(found, type) and hasattr(found, "set_grid_dim"):
+            return found
+    return None
+
+
+def _cpu_sort(original):
+    """``tl.sort`` on the interpreter's tensors with NumPy (a stable sort of the minor dimension,
+    as the bitonic network orders values); 3.0's interpreter cannot run the network on 1-D
+    blocks (``operands could not be broadcast together``). bf16, kept as its bits, goes to Triton's own."""
+
+    def sort(x, dim=None, descending=0, **kwargs):
+        import triton.language as tl
+        from triton.runtime.interpreter import TensorHandle
+
+        dim = dim.value if isinstance(dim, tl.constexpr) else dim
+        descending = descending.value if isinstance(descending, tl.constexpr) else descending
+        data = getattr(getattr(x, "handle", None), "data", None)
+        if data is None or kwargs or x.dtype == tl.bfloat16:
+            return original(x, dim, descending, **kwargs)
+        axis = len(x.shape) - 1 if dim is None else dim
+        result = np.sort(data, axis=axis, kind="stable")
+        if descending:
+            result = np.flip(result, axis=axis)
+        return tl.tensor(TensorHandle(np.ascontiguousarray(result), x.handle.dtype), x.type)
+
+    sort.__name__ = "sort"
+    sort.__wrapped__ = original
+    return sort
+
+
+def install(patch):
+    """Fill the installed interpreter's gaps through ``patch``: ``tl.sort``, and the builder's."""
+    import triton.language as tl
+    from triton.runtime import interpreter
+
+    original_sort = vars(tl).get("sort")
+    if original_sort is not None:
+        cpu_sort = _cpu_sort(original_sort)
+        patch.setattr(tl, "sort", cpu_sort)
+        standard = sys.modules.get("triton.language.standard")
+        if standard is not None and vars(standard).get("sort") is original_sort:
+            patch.setattr(standard, "sort", cpu_sort)
+    builder_class = _builder_class(interpreter)
+    if builder_class is not None:
+        for name, replacement in _builder_gaps(builder_class):
+            patch.setattr(builder_class, name, replacement)

@@ -1,0 +1,337 @@
+"""libdevice's functions computed with NumPy, as the GPU computes them: the table that
+``interpreter.libdevice`` puts in place of the stubs. Each entry is a function of NumPy arrays and
+its result's dtype; a directed rounding (``_rz``, ``_rd``, ``_ru``) rounds the exact rational
+result as the GPU's instruction does.
+
+A new libdevice function is one ``_add`` line here (and a parity row measured on the GPU).
+"""
+
+import math
+from fractions import Fraction
+from typing import Any, Callable, Dict, Tuple
+
+import numpy as np
+
+__all__ = ["TABLE", "IMPLEMENTATIONS", "SAME"]
+
+
+def _vectorized(function):
+    return lambda x: np.vectorize(function, otypes=[np.float64])(x)
+
+
+def _torch(name):
+    """A ``torch.special`` function on a NumPy array (erfinv, Bessel functions, ...)."""
+    def apply(*arrays):
+        import torch
+
+        return getattr(torch.special, name)(*(torch.from_numpy(np.ascontiguousarray(a)) for a in arrays)).numpy()
+
+    return apply
+
+
+def _gamma(v):
+    return math.gamma(v) if v > 0 or v != math.floor(v) else math.nan
+
+
+def _per_bits(x, per_value, dtype=np.int32):
+    """``per_value(value, bits)`` on each element's unsigned bits: the integer bit functions."""
+    bits = x.dtype.itemsize * 8
+    unsigned = x.astype({4: np.uint32, 8: np.uint64}[x.dtype.itemsize])
+    return np.array([per_value(int(v), bits) for v in unsigned.ravel()], dtype).reshape(x.shape)
+
+
+def _clz(x):
+    return _per_bits(x, lambda v, bits: bits - v.bit_length())
+
+
+def _popc(x):
+    return _per_bits(x, lambda v, bits: bin(v).count("1"))
+
+
+def _brev(x):
+    unsigned = {4: np.uint32, 8: np.uint64}[x.dtype.itemsize]
+    return _per_bits(x, lambda v, bits: int(format(v, f"0{bits}b")[::-1], 2), unsigned).view(x.dtype)
+
+
+def _ffs(x):
+    return _per_bits(x, lambda v, bits: (v & -v).bit_length())
+
+
+def _mulhi(x, y):
+    bits = x.dtype.itemsize * 8
+    product = x.astype(object) * y.astype(object)
+    return np.array([int(v) >> bits for v in product.ravel()], dtype=x.dtype).reshape(x.shape)
+
+
+def _byte_perm(x, y, s):
+    out = []
+    for a, b, sel in zip(x.astype(np.uint32).ravel(), y.astype(np.uint32).ravel(), s.astype(np.uint32).ravel()):
+        word = int(a) | (int(b) << 32)
+        value = 0
+        for i in range(4):
+            value |= ((word >> (8 * ((int(sel) >> (4 * i)) & 7))) & 0xFF) << (8 * i)
+        out.append(value)
+    return np.array(out, np.uint32).reshape(x.shape).view(x.dtype) if x.dtype.itemsize == 4 else np.array(out)
+
+
+_ROUNDED: Dict[str, Callable[[Any], Any]] = {"rn": np.rint, "rz": np.trunc, "rd": np.floor, "ru": np.ceil}
+
+
+# -- rounding modes (``_rn``, ``_rz``, ``_rd``, ``_ru``): exact, element by element ---------------
+# NumPy rounds each operation to nearest. A directed variant (and a fused multiply-add, which rounds
+# once) computes the exact result as a rational number and rounds it in the result's dtype as the
+# GPU's instruction does. Slow (Python per element), for the few kernels that ask for it.
+
+def _round_exact(exact, dtype, mode):
+    """The ``dtype`` value that rounding ``mode`` gives for the exact nonzero rational ``exact``."""
+    largest = np.finfo(dtype).max
+    limit = Fraction(float(largest))
+    if abs(exact) > limit:  # past the largest finite value: to it, or to infinity
+        if mode == "rn":
+            half_ulp = (limit - Fraction(float(np.nextafter(largest, dtype.type(0))))) / 2
+            away = abs(exact) >= limit + half_ulp
+        else:
+            away = (mode == "ru" and exact > 0) or (mode == "rd" and exact < 0)
+        return dtype.type(math.copysign(math.inf if away else float(largest), exact))
+    candidate = dtype.type(float(exact))  # one of the two neighbours of ``exact``
+    value = Fraction(float(candidate))
+    if value == exact:
+        return candidate
+    other = np.nextafter(candidate, dtype.type(math.inf if value < exact else -math.inf))
+    if mode == "rn":
+        near, far = abs(value - exact), abs(Fraction(float(other)) - exact)
+        even = int(np.asarray(other).view({4: np.uint32, 8: np.uint64}[dtype.itemsize])) % 2 == 0
+        return other if far < near or (far == near and even) else candidate
+    lower = mode == "rd" or (mode == "rz" and exact > 0)
+    return other if (value > exact) == lower else candidate
+
+
+def _signed_zero_sum(mode, addend, other):
+    """The zero that an exact zero sum takes (IEEE 754, 6.3): the addends' sign if they share it
+    (both zeros), else +0, or -0 when rounding down."""
+    if not _opposite_signs(addend, other):
+        return -0.0 if np.signbit(addend) else 0.0
+    return -0.0 if mode == "rd" else 0.0
+
+
+def _rounded(mode, exact, nearest, addends=None):
+    """A NumPy function: ``exact(*values)`` (on Fractions) rounded by ``mode``, element by element.
+    ``nearest`` gives the array (and what the mode does not change: NaN and infinite operands,
+    division by zero, the sign of a zero product). ``addends(*values)``: the two addends of a sum,
+    whose exact zero takes its sign from them and the mode."""
+
+    def apply(*arrays):
+        result = np.array(nearest(*arrays))
+        for index in np.ndindex(result.shape):
+            values = [a[index] for a in arrays]
+            if any(isinstance(v, np.floating) and not np.isfinite(v) for v in values):
+                continue
+            try:
+                value = exact(*(Fraction(int(v)) if isinstance(v, np.integer) else Fraction(float(v))
+                                for v in values))
+            except ZeroDivisionError:
+                continue
+            if value != 0:
+                result[index] = _round_exact(value, result.dtype, mode)
+            elif addends is not None:
+                result[index] = _signed_zero_sum(mode, *addends(*values))
+        return result
+
+    return apply
+
+
+def _sqrt_rounded(mode):
+    """``sqrt`` rounded by ``mode``: NumPy's correctly rounded root, one step over where its square
+    lies on the wrong side of the operand."""
+
+    def apply(x):
+        result = np.array(np.sqrt(x))
+        for index in np.ndindex(result.shape):
+            root = result[index]
+            if np.isfinite(root) and root != 0:
+                square, operand = Fraction(float(root)) ** 2, Fraction(float(x[index]))
+                if mode != "ru" and square > operand:
+                    result[index] = np.nextafter(root, result.dtype.type(-math.inf))
+                elif mode == "ru" and square < operand:
+                    result[index] = np.nextafter(root, result.dtype.type(math.inf))
+        return result
+
+    return apply
+
+
+def _fma(mode):
+    """``x * y + z`` rounded once. fp32 to nearest goes through float64, where the product is exact."""
+    rounded = _rounded(mode, lambda x, y, z: x * y + z, lambda x, y, z: x * y + z,
+                       lambda x, y, z: (-1.0 if _opposite_signs(x, y) else 1.0, z))
+
+    def apply(x, y, z):
+        if mode == "rn" and x.dtype == np.float32:
+            return (x.astype(np.float64) * y.astype(np.float64) + z.astype(np.float64)).astype(np.float32)
+        return rounded(x, y, z)
+
+    return apply
+
+
+def _opposite_signs(x, y):
+    return bool(np.signbit(x)) != bool(np.signbit(y))
+
+
+SAME = None  #: the result has the first tensor argument's dtype
+
+#: name: (function of NumPy arrays, result dtype: SAME, or a NumPy dtype, or "natural")
+_TABLE: Dict[str, Tuple[Callable[..., Any], Any]] = {}
+
+
+def _add(names, function, result=SAME):
+    for name in names.split():
+        _TABLE[name] = (function, result)
+
+
+_add("exp fast_expf", np.exp)
+_add("exp2", np.exp2)
+_add("exp10 fast_exp10f", lambda x: np.power(x.dtype.type(10), x))
+_add("expm1", np.expm1)
+_add("log fast_logf", np.log)
+_add("log2 fast_log2f", np.log2)
+_add("log10 fast_log10f", np.log10)
+_add("log1p", np.log1p)
+_add("sqrt sqrt_rn", np.sqrt)
+_add("rsqrt rsqrt_rn", lambda x: 1 / np.sqrt(x))
+_add("cbrt", np.cbrt)
+_add("rcbrt", lambda x: 1 / np.cbrt(x))
+_add("rcp_rn", lambda x: 1 / x)
+_add("sin fast_sinf", np.sin)
+_add("cos fast_cosf", np.cos)
+_add("tan fast_tanf", np.tan)
+_add("sinpi", lambda x: np.sin(np.pi * x))
+_add("cospi", lambda x: np.cos(np.pi * x))
+_add("asin", np.arcsin)
+_add("acos", np.arccos)
+_add("atan", np.arctan)
+_add("sinh", np.sinh)
+_add("cosh", np.cosh)
+_add("tanh fast_tanhf", np.tanh)
+_add("asinh", np.arcsinh)
+_add("acosh", np.arccosh)
+_add("atanh", np.arctanh)
+_add("erf", _vectorized(math.erf))
+_add("erfc", _vectorized(math.erfc))
+_add("erfinv", _torch("erfinv"))
+_add("erfcinv", lambda x: _torch("erfinv")(1 - x))
+_add("erfcx", _torch("erfcx"))
+_add("normcdf", _torch("ndtr"))
+_add("normcdfinv", _torch("ndtri"))
+_add("lgamma", _vectorized(math.lgamma))
+_add("tgamma", _vectorized(_gamma))
+_add("cyl_bessel_i0", _torch("i0"))
+_add("cyl_bessel_i1", _torch("i1"))
+_add("j0", _torch("bessel_j0"))
+_add("j1", _torch("bessel_j1"))
+_add("y0", _torch("bessel_y0"))
+_add("y1", _torch("bessel_y1"))
+_add("floor", np.floor)
+_add("ceil", np.ceil)
+_add("trunc", np.trunc)
+_add("round", lambda x: np.copysign(np.floor(np.abs(x) + 0.5), x))
+_add("rint nearbyint", np.rint)
+_add("abs fabs", np.abs)
+_add("saturatef", lambda x: np.clip(x, 0, 1))
+_add("logb", lambda x: np.floor(np.log2(np.abs(x))))
+_add("isnan", lambda x: np.isnan(x).astype(np.int32), "natural")
+_add("isinf", lambda x: np.isinf(x).astype(np.int32), "natural")
+_add("isfinited finitef", lambda x: np.isfinite(x).astype(np.int32), "natural")
+_add("signbit", lambda x: np.signbit(x).astype(np.int32), "natural")
+_add("ilogb", lambda x: np.floor(np.log2(np.abs(x))).astype(np.int32), "natural")
+_add("llrint", lambda x: np.rint(x).astype(np.int64), "natural")
+_add("llround", lambda x: np.copysign(np.floor(np.abs(x) + 0.5), x).astype(np.int64), "natural")
+_add("pow powf fast_powf", np.power)
+_add("atan2", np.arctan2)
+_add("fmod", np.fmod)
+_add("remainder", lambda x, y: x - y * np.rint(x / y))
+_add("fmin min", np.fmin)
+_add("fmax max", np.fmax)
+_add("hypot", np.hypot)
+_add("rhypot", lambda x, y: 1 / np.hypot(x, y))
+_add("norm3d", lambda x, y, z: np.sqrt(x * x + y * y + z * z))
+_add("norm4d", lambda x, y, z, t: np.sqrt(x * x + y * y + z * z + t * t))
+_add("rnorm3d", lambda x, y, z: 1 / np.sqrt(x * x + y * y + z * z))
+_add("rnorm4d", lambda x, y, z, t: 1 / np.sqrt(x * x + y * y + z * z + t * t))
+_add("copysign", np.copysign)
+_add("fdim", lambda x, y: np.maximum(x - y, 0))
+_add("nextafter", np.nextafter)
+_add("div_rn fast_dividef", np.true_divide)
+_add("add_rn", np.add)
+_add("sub_rn", np.subtract)
+_add("mul_rn", np.multiply)
+_add("fma fma_rn", _fma("rn"))
+
+
+def _add_directed_roundings():
+    """The rz/rd/ru variants of the arithmetic: the exact result rounded as the instruction does."""
+    for mode in ("rz", "rd", "ru"):
+        _add_directed(mode)
+
+
+def _add_directed(mode):
+    _add(f"sqrt_{mode}", _sqrt_rounded(mode))
+    _add(f"rcp_{mode}", _rounded(mode, lambda x: 1 / x, lambda x: 1 / x))
+    _add(f"div_{mode}", _rounded(mode, lambda x, y: x / y, np.true_divide))
+    _add(f"add_{mode}", _rounded(mode, lambda x, y: x + y, np.add, lambda x, y: (x, y)))
+    _add(f"sub_{mode}", _rounded(mode, lambda x, y: x - y, np.subtract, lambda x, y: (x, -y)))
+    _add(f"mul_{mode}", _rounded(mode, lambda x, y: x * y, np.multiply))
+    _add(f"fma_{mode}", _fma(mode))
+
+
+_add_directed_roundings()
+_add("ldexp scalbn", lambda x, n: np.ldexp(x, np.asarray(n).astype(np.int32)))
+_add("hadd", lambda x, y: ((x.astype(np.int64) + y.astype(np.int64)) >> 1).astype(x.dtype))
+_add("rhadd", lambda x, y: ((x.astype(np.int64) + y.astype(np.int64) + 1) >> 1).astype(x.dtype))
+_add("mul24", lambda x, y: ((x.astype(np.int64) & 0xFFFFFF) * (y.astype(np.int64) & 0xFFFFFF)).astype(x.dtype))
+_add("sad", lambda x, y, z: (np.abs(x.astype(np.int64) - y.astype(np.int64)) + z).astype(z.dtype))
+_add("mulhi", _mulhi)
+_add("clz", _clz, "natural")
+_add("popc", _popc, "natural")
+_add("ffs", _ffs, "natural")
+_add("brev", _brev)
+_add("byte_perm", _byte_perm)
+
+
+def _add_conversions():
+    """The float-to-integer and to-float conversions, in every rounding mode."""
+    for mode, round_to_integer in _ROUNDED.items():
+        for source, target, integer in (("float", "int", np.int32), ("float", "uint", np.uint32),
+                                        ("float", "ll", np.int64), ("float", "ull", np.uint64),
+                                        ("double", "int", np.int32), ("double", "uint", np.uint32),
+                                        ("double", "ll", np.int64), ("double", "ull", np.uint64)):
+            _add(f"{source}2{target}_{mode}", _then_as(round_to_integer, integer), integer)
+        for source, target, floating in (("double", "float", np.float32), ("int", "float", np.float32),
+                                         ("uint", "float", np.float32), ("ll", "float", np.float32),
+                                         ("ull", "float", np.float32), ("int", "double", np.float64),
+                                         ("uint", "double", np.float64), ("ll", "double", np.float64),
+                                         ("ull", "double", np.float64)):
+            convert = _then_as(None, floating)
+            _add(f"{source}2{target}_{mode}", convert if mode == "rn" else _rounded(mode, lambda x: x, convert),
+                 floating)
+
+
+def _then_as(function, dtype):
+    """``function`` (None: the identity), then a cast to ``dtype``."""
+    if function is None:
+        return lambda x: x.astype(dtype)
+    return lambda x: function(x).astype(dtype)
+
+
+_add_conversions()
+_add("float_as_int", lambda x: x.astype(np.float32).view(np.int32), np.int32)
+_add("float_as_uint", lambda x: x.astype(np.float32).view(np.uint32), np.uint32)
+_add("int_as_float uint_as_float", lambda x: x.astype(np.int32).view(np.float32), np.float32)
+_add("double_as_longlong", lambda x: x.astype(np.float64).view(np.int64), np.int64)
+_add("longlong_as_double", lambda x: x.astype(np.int64).view(np.float64), np.float64)
+_add("double2hiint", lambda x: (x.astype(np.float64).view(np.int64) >> 32).astype(np.int32), np.int32)
+_add("double2loint", lambda x: (x.astype(np.float64).view(np.int64) & 0xFFFFFFFF).astype(np.uint32).view(np.int32),
+     np.int32)
+_add("hiloint2double", lambda hi, lo: ((hi.astype(np.int64) << 32) | (lo.astype(np.int64) & 0xFFFFFFFF)).view(
+    np.float64), np.float64)
+
+TABLE = _TABLE
+IMPLEMENTATIONS = sorted(_TABLE)

@@ -1,0 +1,68 @@
+"""The switch's choices, in one object validated once: the autotune policy and the tolerances that
+``verify`` compares with (and, as they land, the numerics, grid and device choices).
+
+This module owns each setting's name, default, validation and one-line help. The doors
+(``activate``, ``kwshim run --NAME``, ``pytest --kwshim-NAME`` and the ini key ``kwshim_NAME``)
+translate their spelling into a ``Settings`` and read nothing else; the autotuner reads the
+``Settings`` in force. A new autotune policy is a line in ``POLICIES`` and its own code.
+"""
+
+import dataclasses
+from typing import Any, Dict, NamedTuple, Tuple
+
+__all__ = ["Settings", "DEFAULT", "POLICIES", "FIELDS", "Field"]
+
+#: The autotune policies, in the order the help lists them, each with what it does.
+POLICIES: Dict[str, str] = {
+    "first": "no tuning: the first Config that survives pruning runs",
+    "all": "each Config runs once with the autotuner's own hooks, nothing restored (as on a GPU)",
+    "verify": "all, plus: every Config from one snapshot must agree (ConfigDivergenceError), and the tuned "
+              "launch must leave what one clean launch leaves (AutotuneSideEffectError)",
+}
+
+
+class Field(NamedTuple):
+    """One setting as the doors present it: a bool is a ``--no-NAME`` flag where it defaults to
+    True, anything else an option taking a value of the default's type (one of ``choices``)."""
+
+    name: str
+    default: Any
+    help: str
+    choices: Tuple[str, ...] = ()
+
+
+#: Every setting, in ``activate``'s order.
+FIELDS = (
+    Field("autotune", "all", "autotune policy for interpreted autotuners (default: all)", tuple(POLICIES)),
+    Field("rtol", 1e-05, "verify: relative tolerance for floating-point tensors (default 1e-05)"),
+    Field("atol", 1e-08, "verify: absolute tolerance for floating-point tensors (default 1e-08)"),
+    Field("equal_nan", True, "verify: NaN in the same place agrees; off: it counts as a difference"),
+)
+_DEFAULTS = {field.name: field.default for field in FIELDS}
+
+
+@dataclasses.dataclass(frozen=True, repr=False)
+class Settings:
+    """The choices of one activation of the switch. Immutable; ``ValueError`` naming kwshim for a
+    bad value."""
+
+    autotune: str = _DEFAULTS["autotune"]
+    rtol: float = _DEFAULTS["rtol"]
+    atol: float = _DEFAULTS["atol"]
+    equal_nan: bool = _DEFAULTS["equal_nan"]
+
+    def __post_init__(self):
+        if self.autotune not in POLICIES:
+            raise ValueError(f"kwshim: unknown autotune policy {self.autotune!r}; choose one of {', '.join(POLICIES)}")
+        for name in ("rtol", "atol"):
+            value = getattr(self, name)
+            if not isinstance(value, (int, float)) or isinstance(value, bool) or not value >= 0:
+                raise ValueError(f"kwshim: {name} must be a number >= 0, not {value!r}")
+            object.__setattr__(self, name, float(value))
+        object.__setattr__(self, "equal_nan", bool(self.equal_nan))
+
+    def __repr__(self):
+        return f"Settings({self.autotune!r}, rtol={self.rtol}, atol={self.atol}, equal_nan={self.equal_nan})"
+
+
+DEFAULT = Settings()

@@ -1,0 +1,81 @@
+"""The pytest plugin: ``pytest --kwshim``, its options, ini keys and markers."""
+
+import os
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+from ._subprocess import environment, inherited_pythonpath
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+PLUGIN_TEST = textwrap.dedent("""
+    import os
+    from kwshim.doors import switch
+
+    def test_state():
+        assert switch.is_active() == (os.environ["EXPECT"] == "on")
+        if switch.is_active():
+            assert switch.active_settings().autotune == os.environ["POLICY"]
+            assert repr(switch.active_settings()).endswith(os.environ["TOLERANCES"])
+            assert os.environ["TRITON_INTERPRET"] == "1"
+""")
+
+
+DEFAULT_TOLERANCES = "rtol=1e-05, atol=1e-08, equal_nan=True)"
+
+
+@pytest.mark.parametrize("args, ini, expect, policy, tolerances", [
+    ([], "", "off", "all", DEFAULT_TOLERANCES),
+    (["--kwshim"], "", "on", "all", DEFAULT_TOLERANCES),
+    (["--kwshim", "--kwshim-autotune", "verify"], "", "on", "verify", DEFAULT_TOLERANCES),
+    ([], "[pytest]\nkwshim = true\nkwshim_autotune = first\n", "on", "first", DEFAULT_TOLERANCES),
+    (["--kwshim", "--kwshim-autotune", "verify", "--kwshim-rtol", "0.5", "--kwshim-atol", "0.25",
+      "--kwshim-no-equal-nan"], "", "on", "verify", "rtol=0.5, atol=0.25, equal_nan=False)"),
+    ([], "[pytest]\nkwshim = true\nkwshim_autotune = verify\nkwshim_rtol = 0.125\nkwshim_atol = 2\n"
+         "kwshim_equal_nan = false\n", "on", "verify", "rtol=0.125, atol=2.0, equal_nan=False)"),
+])
+def test_pytest_plugin_is_inert_unless_asked(tmp_path, args, ini, expect, policy, tolerances):
+    (tmp_path / "test_state.py").write_text(PLUGIN_TEST)
+    (tmp_path / "pytest.ini").write_text(ini or "[pytest]\n")
+    done = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
+                           *args, "test_state.py"], capture_output=True, text=True, cwd=tmp_path,
+                          env=environment(EXPECT=expect, POLICY=policy, TOLERANCES=tolerances), timeout=300)
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+
+
+MARKED_TESTS = textwrap.dedent("""
+    import pytest
+    from kwshim.doors import switch
+
+    @pytest.mark.kwshim_autotune("all")
+    def test_exempt():
+        assert switch.active_settings().autotune == "all"
+
+    def test_default():
+        assert switch.active_settings().autotune == "verify"
+""")
+
+
+def test_a_marker_sets_one_tests_policy_under_the_plugin(tmp_path):
+    (tmp_path / "test_marked.py").write_text(MARKED_TESTS)
+    done = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--kwshim",
+                           "--kwshim-autotune", "verify", "test_marked.py"], capture_output=True, text=True,
+                          cwd=tmp_path, env=environment(), timeout=300)
+    assert done.returncode == 0 and "2 passed" in done.stdout, done.stdout[-2000:] + done.stderr[-2000:]
+
+
+def test_the_plugin_refuses_to_start_where_the_interpreter_stores_nothing(tmp_path):
+    """Triton <= 3.1 with numpy 2: every store writes nothing. Simulated here by a plugin loaded
+    first that makes the probe report it; the real probe is checked healthy below."""
+    (tmp_path / "stores_nothing.py").write_text(
+        "import kwshim.doors.preflight\nkwshim.doors.preflight.interpreter_store_problem = lambda: 'stores write nothing (simulated)'\n")
+    (tmp_path / "test_x.py").write_text("def test_x():\n    pass\n")
+    done = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "stores_nothing",
+                           "--kwshim", "test_x.py"], capture_output=True, text=True, cwd=tmp_path,
+                          env=environment(PYTHONPATH=os.pathsep.join([str(tmp_path), ROOT, *inherited_pythonpath()])),
+                          timeout=300)
+    assert done.returncode != 0 and "kwshim: stores write nothing (simulated)" in done.stderr
+    assert "1 passed" not in done.stdout
