@@ -54,7 +54,8 @@ def test_the_wheel_carries_py_typed_and_the_license(dist):
     assert "kwshim/py.typed" in names
     assert any(n.endswith(".dist-info/LICENSE") or "/licenses/LICENSE" in n for n in names)
     entry_points = zipfile.ZipFile(wheel).read(next(n for n in names if n.endswith("entry_points.txt"))).decode()
-    assert "kwshim = kwshim.doors.pytest_plugin" in entry_points and "KWS = kwshim.tools.check:Flake8Checker" in entry_points
+    assert "kwshim = kwshim.doors.pytest_plugin" in entry_points
+    assert "KWS = kwshim.tools.check:Flake8Checker" in entry_points
 
 
 def test_the_installed_wheel_works_from_a_fresh_environment(dist, tmp_path):
@@ -97,3 +98,39 @@ def test_the_installed_wheel_works_from_a_fresh_environment(dist, tmp_path):
     (work / "launch.py").write_text(launch)
     done = subprocess.run([python, "launch.py"], **run)
     assert done.returncode == 0 and done.stdout.strip() == "8", done.stderr[-2000:]
+
+
+BAD_KERNEL = "import triton\n\n\n@triton.jit\ndef k(out_ptr, num_warps):\n    pass\n"
+GOOD_KERNEL = "import triton\n\n\n@triton.jit\ndef k(out_ptr, warps):\n    pass\n"
+
+
+def test_the_wheel_with_its_declared_dependencies_alone_checks_and_lints(dist, tmp_path):
+    """As pre-commit installs a hook: a clean environment, the wheel and what it declares (wrapt), and
+    flake8; no NumPy, torch or Triton. ``kwshim check``, the flake8 plugin and ``--version`` work."""
+    (wheel,) = glob.glob(str(dist / "*.whl"))
+    env_dir = tmp_path / "lint"
+    venv.EnvBuilder(with_pip=True).create(env_dir)
+    python, bin_dir = str(env_dir / "bin" / "python"), env_dir / "bin"
+    done = subprocess.run([python, "-m", "pip", "install", "--quiet", "--disable-pip-version-check", wheel, "flake8"],
+                          capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-2000:]
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "TRITON_INTERPRET")}
+    run = dict(capture_output=True, text=True, cwd=tmp_path, env=env, timeout=300)
+    absent = subprocess.run([python, "-c", "import importlib.util as u; "
+                                           "print([m for m in ('numpy', 'torch', 'triton') if u.find_spec(m)])"], **run)
+    assert absent.stdout.strip() == "[]", absent.stdout + absent.stderr
+    (tmp_path / "bad.py").write_text(BAD_KERNEL)
+    (tmp_path / "good.py").write_text(GOOD_KERNEL)
+
+    lint_bad = subprocess.run([str(bin_dir / "flake8"), "--select", "KWS", "bad.py"], **run)
+    assert lint_bad.returncode == 1 and "bad.py:5:1: KWS001" in lint_bad.stdout, lint_bad.stdout + lint_bad.stderr
+    lint_good = subprocess.run([str(bin_dir / "flake8"), "--select", "KWS", "good.py"], **run)
+    assert lint_good.returncode == 0 and lint_good.stdout == "", lint_good.stdout + lint_good.stderr
+    check_bad = subprocess.run([str(bin_dir / "kwshim"), "check", "bad.py"], **run)
+    assert check_bad.returncode == 1 and "KWS001" in check_bad.stdout, check_bad.stdout + check_bad.stderr
+    check_good = subprocess.run([str(bin_dir / "kwshim"), "check", "good.py"], **run)
+    assert check_good.returncode == 0 and check_good.stdout == "", check_good.stdout + check_good.stderr
+    version = subprocess.run([str(bin_dir / "kwshim"), "--version"], **run)
+    assert version.returncode == 0 and version.stdout.startswith("kwshim "), version.stderr
+    decorator = subprocess.run([python, "-c", "import kwshim\n@kwshim.kwsafe\ndef f(): pass\n"], **run)
+    assert decorator.returncode == 1 and "needs the 'triton' module" in decorator.stderr, decorator.stderr[-2000:]
