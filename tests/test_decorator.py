@@ -355,9 +355,12 @@ def test_attributes_read_through():
 @pytest.mark.kwsafe_api
 def test_hash_and_equality_are_stable():
     kernel = kernels.warps_stages
-    assert hash(kernel) == hash(kernel) == hash(kernel.__wrapped__)
-    assert kernel == kernel.__wrapped__ and kernel == kernel
-    assert {kernel: 1}[kernel] == 1
+    another_proxy = KwsafeKernel(kernel.__wrapped__)
+    assert another_proxy is not kernel
+    assert hash(kernel) == hash(kernel.__wrapped__) == hash(another_proxy)
+    assert kernel == kernel.__wrapped__ and kernel == another_proxy
+    assert kernel != kernels.warps_stages_defaults and kernel != kernels.bare(kernels.warps_stages_defaults)
+    assert {kernel: 1}[another_proxy] == 1 and {kernel.__wrapped__: 2}[kernel] == 2
 
 
 @pytest.mark.kwsafe_api

@@ -79,3 +79,29 @@ def test_the_plugin_refuses_to_start_where_the_interpreter_stores_nothing(tmp_pa
                           timeout=300)
     assert done.returncode != 0 and "kwshim: stores write nothing (simulated)" in done.stderr
     assert "1 passed" not in done.stdout
+
+
+def test_start_up_problems_are_shown_without_dash_s(tmp_path):
+    """pytest captures stderr while plugins start: a printed line would be lost. The plugin's
+    start-up problems are warnings, in the summary pytest prints even with -q."""
+    import torch
+
+    if torch.cuda.is_available():
+        pytest.skip("a GPU is present: compiled mode works here")
+    (tmp_path / "test_x.py").write_text("def test_x():\n    pass\n")
+    done = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--kwshim", "test_x.py"],
+                          capture_output=True, text=True, cwd=tmp_path, env=environment(TRITON_INTERPRET="0"),
+                          timeout=300)
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+    assert "KwshimStartUpWarning: kwshim: the interpreter is off (TRITON_INTERPRET=0)" in done.stdout, done.stdout
+    assert done.stdout.strip().splitlines()[-1].startswith("1 passed, 1 warning")
+
+
+def test_the_plugin_names_a_missing_triton_as_a_usage_error(tmp_path):
+    (tmp_path / "test_x.py").write_text("def test_x():\n    pass\n")
+    env = environment()
+    env["PYTHONPATH"] = ROOT  # this checkout, and no Triton
+    done = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--kwshim", "test_x.py"],
+                          capture_output=True, text=True, cwd=tmp_path, env=env, timeout=300)
+    assert done.returncode == 4 and "kwshim: kwshim needs the 'triton' module" in done.stderr, done.stderr[-2000:]
+    assert "Traceback" not in done.stderr

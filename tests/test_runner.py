@@ -122,3 +122,13 @@ def test_kwshim_run_says_when_the_interpreter_is_off_and_no_gpu_driver_exists(tm
                           cwd=tmp_path, env=environment(TRITON_INTERPRET="0"), timeout=300)
     assert "the interpreter is off (TRITON_INTERPRET=0) and Triton finds no GPU driver" in done.stderr
     assert "set TRITON_INTERPRET=1" in done.stderr and "ran" in done.stdout
+
+
+def test_kwshim_run_without_triton_says_so_in_one_line_with_status_2(tmp_path):
+    (tmp_path / "noop.py").write_text("print('ran')\n")
+    env = environment()
+    env["PYTHONPATH"] = ROOT  # this checkout, and no Triton
+    done = subprocess.run([sys.executable, "-m", "kwshim", "run", "noop.py"], capture_output=True, text=True,
+                          cwd=tmp_path, env=env, timeout=300)
+    assert done.returncode == 2 and "ran" not in done.stdout
+    assert done.stderr.startswith("kwshim run: kwshim needs the 'triton' module") and len(done.stderr.splitlines()) == 1

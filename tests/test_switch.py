@@ -7,16 +7,15 @@ import sys
 import threading
 
 import pytest
-import torch
 import triton
 import triton.language as tl
 
 import kwshim
-from kwshim import ConfigDivergenceError, LaunchArgumentError
+from kwshim import LaunchArgumentError
 from kwshim.doors import switch
 from kwshim.launch.kernel import launcher_via_paths
 
-from .kernels import needs_block_loads, store_kernel
+from .kernels import store_kernel
 
 GRID = (1,)
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -186,146 +185,3 @@ def test_entering_a_deactivated_handle_again_is_refused():
         with handle:
             pass
     assert not switch.is_active()
-
-
-# -- autotune on the CPU ------------------------------------------------------------------------
-
-def three_configs():
-    return [triton.Config({"SLOT": i}, num_warps=w) for i, w in enumerate((2, 4, 8))]
-
-
-def add_n_kernel():
-    @triton.jit
-    def add(out_ptr, n, num_warps: tl.constexpr, SLOT: tl.constexpr):
-        tl.store(out_ptr, tl.load(out_ptr) + num_warps + n * 0)
-
-    return add
-
-
-class Recorder:
-    """A grid callable: records which Config (its SLOT) each launch ran, and its num_warps."""
-
-    def __init__(self):
-        self.slots, self.warps = [], []
-
-    def __call__(self, meta):
-        self.slots.append(meta["SLOT"])
-        self.warps.append(meta["num_warps"])
-        return GRID
-
-
-def test_all_runs_each_config_once_then_the_first_and_caches_per_key():
-    with kwshim.activate(autotune="all"):
-        kernel = triton.autotune(configs=three_configs(), key=["n"])(add_n_kernel())
-        out, launches = torch.zeros(1, dtype=torch.int32), Recorder()
-        kernel[launches](out, 5)
-        assert launches.slots == [0, 1, 2, 0]  # each Config once, then the first
-        assert launches.warps == [2, 4, 8, 2]  # each run sees its own Config's num_warps
-        assert int(out[0]) == 2 + 4 + 8 + 2  # each run adds to out, as on a GPU (no reset_to_zero)
-        assert kernel.best_config.kwargs["SLOT"] == 0
-        assert len(kernel.configs_timings) == 3
-        assert all(float(t[0] if isinstance(t, list) else t) > 0 for t in kernel.configs_timings.values())
-        kernel[launches](out, 5)  # same key: the cached choice only
-        assert launches.slots == [0, 1, 2, 0, 0] and int(out[0]) == 18
-        kernel[launches](out, 6)  # a new key tunes again
-        assert launches.slots == [0, 1, 2, 0, 0, 0, 1, 2, 0]
-
-
-def test_first_runs_no_config_but_the_first():
-    with kwshim.activate(autotune="first"):
-        kernel = triton.autotune(configs=three_configs(), key=["n"])(add_n_kernel())
-        out, launches = torch.zeros(1, dtype=torch.int32), Recorder()
-        kernel[launches](out, 5)
-    assert launches.slots == [0] and int(out[0]) == 2
-    assert kernel.best_config.kwargs["SLOT"] == 0
-
-
-def test_pruning_and_hooks_keep_their_meaning():
-    def prune(configs, nargs, **kwargs):
-        return configs[1:]  # drop Config 0
-
-    with kwshim.activate(autotune="all"):
-        kernel = triton.autotune(configs=three_configs(), key=["n"], prune_configs_by={"early_config_prune": prune},
-                                 reset_to_zero=["out_ptr"])(add_n_kernel())
-        out, launches = torch.full((1,), 50, dtype=torch.int32), Recorder()
-        kernel[launches](out, 5)
-    assert launches.slots == [1, 2, 1]  # the first surviving Config is 1
-    assert int(out[0]) == 4  # reset_to_zero zeroed out before the launch of Config 1 (num_warps=4)
-
-
-def divergent_kernel():
-    @triton.jit
-    def scale(x_ptr, out_ptr, BLOCK: tl.constexpr):
-        offsets = tl.arange(0, 8)
-        x = tl.load(x_ptr + offsets)
-        tl.store(out_ptr + offsets, tl.where(offsets < BLOCK, x * 2, x))  # wrong beyond BLOCK
-
-    return scale
-
-
-@needs_block_loads
-def test_verify_names_the_divergent_config_argument_and_index():
-    x = torch.arange(8, dtype=torch.float32)
-    out = torch.zeros(8)
-    with kwshim.activate(autotune="verify"):
-        kernel = triton.autotune(configs=[triton.Config({"BLOCK": 8}), triton.Config({"BLOCK": 4})],
-                                 key=[])(divergent_kernel())
-        with pytest.raises(ConfigDivergenceError) as info:
-            kernel[GRID](x, out)
-    message = str(info.value)
-    assert isinstance(info.value, AssertionError)
-    assert "scale" in message and "BLOCK: 4" in message and "BLOCK: 8" in message
-    assert "argument 'out_ptr'" in message and "4 of 8 elements differ" in message
-    assert "largest absolute difference 7.0" in message and "first at index (4,)" in message
-    assert message.index("BLOCK: 4") < message.index("BLOCK: 8")  # the divergent Config, then the first
-
-
-@needs_block_loads
-def test_verify_passes_agreeing_configs_and_leaves_the_chosen_result():
-    x = torch.arange(8, dtype=torch.float32)
-    out = torch.zeros(8)
-    with kwshim.activate(autotune="verify"):
-        kernel = triton.autotune(configs=[triton.Config({"BLOCK": 8}), triton.Config({"BLOCK": 16})],
-                                 key=[])(divergent_kernel())
-        kernel[GRID](x, out)
-    assert out.tolist() == [2.0 * i for i in range(8)]
-
-
-def test_an_exception_in_one_config_names_it():
-    def grid(meta):
-        if meta["BLOCK"] == 16:
-            raise RuntimeError("this Config cannot launch")
-        return GRID
-
-    with kwshim.activate(autotune="all"):
-        kernel = triton.autotune(configs=[triton.Config({"BLOCK": 4}), triton.Config({"BLOCK": 16})], key=[])(
-            store_kernel(["BLOCK"], "BLOCK", wrap=False))
-        with pytest.raises(RuntimeError, match="this Config cannot launch") as info:
-            kernel[grid](torch.zeros(1, dtype=torch.int32))
-    notes = " ".join(getattr(info.value, "__notes__", []))
-    assert "while autotuning generated" in notes and "BLOCK: 16" in notes
-
-
-def test_cache_results_autotuners_tune_on_the_cpu():
-    import inspect as _inspect
-
-    if "cache_results" not in _inspect.signature(triton.autotune).parameters:
-        pytest.skip("this Triton's autotune has no cache_results (added in 3.4)")
-    with kwshim.activate(autotune="all"):
-        kernel = triton.autotune(configs=three_configs(), key=["n"], cache_results=True)(add_n_kernel())
-        launches = Recorder()
-        kernel[launches](torch.zeros(1, dtype=torch.int32), 3)
-    assert launches.slots == [0, 1, 2, 0]
-
-
-def test_heuristics_above_and_below_the_autotuner_keep_their_meaning():
-    with kwshim.activate(autotune="all"):
-        @triton.jit
-        def add(out_ptr, n, num_warps: tl.constexpr, SLOT: tl.constexpr, EXTRA: tl.constexpr):
-            tl.store(out_ptr, tl.load(out_ptr) + num_warps * 100 + EXTRA + n * 0)
-
-        kernel = triton.heuristics({"EXTRA": lambda args: args["n"] + 1})(
-            triton.autotune(configs=three_configs(), key=["n"], reset_to_zero=["out_ptr"])(add))
-        out, launches = torch.zeros(1, dtype=torch.int32), Recorder()
-        kernel[launches](out, 6)
-    assert int(out[0]) == 207 and launches.slots == [0, 1, 2, 0]

@@ -30,7 +30,7 @@ WRAPT_1 = "1.14.1"
 WRAPT_1_RELEASES = ["2.2.0", "3.9.0"]
 BEGIN, END = "<!-- matrix:begin -->", "<!-- matrix:end -->"
 #: The contract suite, run a second time with no @kwsafe anywhere under ``pytest --kwshim``.
-SWITCH_SUITE = ["tests/test_decorator.py", "tests/test_oracle.py", "tests/test_compiled_rules.py"]
+SWITCH_SUITE = ["tests/test_decorator.py", "tests/test_oracle.py", "tests/test_options.py"]
 
 
 def install(package, version, folder):

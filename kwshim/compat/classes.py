@@ -28,7 +28,7 @@ def import_triton():
         if exc.name not in (None, "triton"):  # triton is there but broken: show the real cause
             raise
         raise TritonNotFoundError(
-            "kwshim's @kwsafe needs the 'triton' module, and none is installed. It is provided by "
+            "kwshim needs the 'triton' module for kernels, and none is installed. It is provided by "
             "one of the distributions " + ", ".join(TRITON_DISTRIBUTIONS) + " (pick the one for your "
             "hardware, e.g. 'pip install triton'). 'kwshim check' works without it.",
             name="triton",

@@ -1,0 +1,50 @@
+"""``settings``: the switch's choices, validated once; the doors present each one from ``FIELDS``."""
+
+import subprocess
+import sys
+
+import pytest
+
+from kwshim import Settings
+from kwshim.settings import FIELDS, POLICIES
+
+
+def test_defaults_and_repr():
+    assert Settings() == Settings("all", 1e-05, 1e-08, True)
+    assert repr(Settings()) == "Settings('all', rtol=1e-05, atol=1e-08, equal_nan=True)"
+    assert [field.name for field in FIELDS] == ["autotune", "rtol", "atol", "equal_nan"]
+    assert tuple(POLICIES) == ("first", "all", "verify")
+
+
+@pytest.mark.parametrize("bad, message", [
+    ({"autotune": "fastest"}, "kwshim: unknown autotune policy 'fastest'; choose one of first, all, verify"),
+    ({"rtol": -1.0}, "kwshim: rtol must be a number >= 0, not -1.0"),
+    ({"atol": "0.1"}, "kwshim: atol must be a number >= 0, not '0.1'"),
+    ({"rtol": True}, "kwshim: rtol must be a number >= 0, not True"),
+])
+def test_a_bad_value_is_refused_naming_kwshim(bad, message):
+    with pytest.raises(ValueError) as caught:
+        Settings(**bad)
+    assert str(caught.value) == message
+
+
+def test_settings_are_immutable_and_hashable():
+    settings = Settings("verify", rtol=0.5)
+    with pytest.raises(AttributeError):
+        settings.autotune = "all"  # type: ignore[misc]
+    assert {settings: 1}[Settings("verify", rtol=0.5)] == 1
+
+
+def test_every_door_offers_every_setting():
+    """kwshim run's --NAME and pytest's --kwshim-NAME come from FIELDS, so a new setting reaches both."""
+    run_help = subprocess.run([sys.executable, "-m", "kwshim", "run", "--help"], capture_output=True, text=True)
+    plugin_help = subprocess.run([sys.executable, "-m", "pytest", "--help", "-p", "no:cacheprovider"],
+                                 capture_output=True, text=True)
+    for field in FIELDS:
+        flag = field.name.replace("_", "-")
+        expected = f"--no-{flag}" if isinstance(field.default, bool) else f"--{flag}"
+        assert expected in run_help.stdout, expected
+        assert expected.replace("--", "--kwshim-", 1) in plugin_help.stdout, expected
+        assert f"kwshim_{field.name}" in plugin_help.stdout
+    for policy, meaning in POLICIES.items():
+        assert meaning.split(":")[0] in " ".join(run_help.stdout.split())
