@@ -9,7 +9,7 @@ TEST_TRITONS ?= 3.0.0 3.9.0
 DEMO_TRITON ?= 3.0.0
 PYTEST_ARGS ?=
 
-.PHONY: demo test test-quick matrix suites venv clean
+.PHONY: demo doctor test test-quick matrix suites venv clean
 
 venv: $(VENV)/.installed
 
@@ -34,6 +34,12 @@ $(VENV)/.installed: $(VENV)/.base
 
 demo: $(VENV)/.base .triton/$(DEMO_TRITON)/.installed
 	TRITON_INTERPRET=1 PYTHONPATH=.triton/$(DEMO_TRITON) $(PY) examples/demo.py
+	@echo "== next: make doctor (kwshim doctor on Triton $(DEMO_TRITON)); any tool on a release of .triton/:"
+	@echo "   TRITON_INTERPRET=1 PYTHONPATH=.triton/$(DEMO_TRITON) .venv/bin/kwshim doctor"
+
+# kwshim doctor on the demo's release (DEMO_TRITON=<release> for another one of .triton/).
+doctor: $(VENV)/.base .triton/$(DEMO_TRITON)/.installed
+	TRITON_INTERPRET=1 PYTHONPATH=.triton/$(DEMO_TRITON) $(VENV)/bin/kwshim doctor
 
 # The full matrix: every Triton release 2.2.0..3.9.0 (+ wrapt 1.x rows); prints a table.
 test: venv

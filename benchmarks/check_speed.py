@@ -11,7 +11,7 @@ import statistics
 import sys
 import time
 
-from kwshim.tools.check import FALLBACK_RESERVED_NAMES, _python_files, check_paths
+from kwshim.tools.check import RESERVED_NAMES, _python_files, check_paths
 
 
 def default_paths():
@@ -49,7 +49,7 @@ def main():
             if side == "parse":
                 parse_only(files)
             else:
-                findings = len(check_paths(paths, FALLBACK_RESERVED_NAMES))
+                findings = len(check_paths(paths, RESERVED_NAMES))
             times[side] = time.perf_counter() - start
         parse_times.append(times["parse"])
         check_times.append(times["check"])

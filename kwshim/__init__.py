@@ -14,8 +14,8 @@ from .errors import (AutotuneSideEffectError, ConfigDivergenceError, LaunchArgum
 from .launch.kernel import KwsafeKernel
 from .launch.options import get_target, set_target
 from .settings import Settings
+from .version import __version__
 
-__version__ = "0.2.0.dev0"
 
 __all__ = [
     "kwsafe",

@@ -51,3 +51,32 @@ def test_stores_work_and_render(report):
     assert f"triton      {triton.__version__}" in text
     assert "bare interpreter, probed live:" in text
     assert text.endswith("environment: usable")
+
+
+@triton.jit
+def _bf16_sum(x_ptr, y_ptr, out_ptr):
+    offsets = tl.arange(0, 4)
+    tl.store(out_ptr + offsets, tl.load(x_ptr + offsets) + tl.load(y_ptr + offsets))
+
+
+def test_bf16_probe_matches_a_bare_launch_here_and_is_named_in_the_advice(report):
+    x, y = torch.tensor([0.5, 1.0, -2.0, 3.0]).bfloat16(), torch.tensor([0.25, 1.5, 0.5, -1.0]).bfloat16()
+    out = torch.zeros(4, dtype=torch.bfloat16)
+    try:
+        _bf16_sum[(1,)](x, y, out)
+        right = bool(torch.equal(out, x + y))
+    except Exception:
+        right = False
+    assert report["probes"]["bf16_arithmetic_works"]["ok"] is right
+    assert any("bf16" in advice for advice in report["advice"]) is not right
+
+
+def test_the_probing_line_is_said_only_when_probes_run(monkeypatch):
+    said = []
+    diagnose(progress=said.append)
+    assert len(said) == 1 and said[0].startswith("kwshim doctor: probing")
+    from kwshim.tools import doctor
+
+    monkeypatch.setattr(doctor, "_distribution_of", lambda module: None)  # as where no triton is installed
+    said.clear()
+    assert doctor.diagnose(progress=said.append)["broken"] is True and said == []

@@ -107,7 +107,7 @@ def _junit_counts(path):
 
 def table(results):
     lines = [
-        f"Produced by `make matrix` (tools/matrix.py) on {results['date']}: {len(results['rows'])} rows in "
+        f"Produced by tools/matrix.py (`make test`) on {results['date']}: {len(results['rows'])} rows in "
         f"{results['wall_seconds'] / 60:.1f} min on a 2-core machine; torch {results['torch']}, numpy {results['numpy']}, "
         "CPU interpreter.",
         "",
@@ -151,7 +151,7 @@ def main():
     if options.results is None:
         options.results = os.path.join(ROOT, "matrix" if options.readme else ".matrix", "results.json")
     print(f"kwshim test matrix: {len(plan)} rows (each Triton release installed into .triton/<release> on first "
-          f"use, 0.4-1 GB each; about 15 min on 2 cores)", flush=True)
+          f"use, 0.4-1 GB each; about 25 min on 2 cores)", flush=True)
     for number, (release, wrapt_folder) in enumerate(plan, 1):
         print(f"[{number}/{len(plan)}] Triton {release}{' with wrapt ' + WRAPT_1 if wrapt_folder else ''}: "
               f"installing if needed, then the suite and the switch suite...", flush=True)

@@ -15,7 +15,7 @@ __all__ = ["main"]
 
 
 def main(argv=None):
-    from .. import __version__
+    from ..version import __version__
     from ..tools.check import CODES
 
     parser = argparse.ArgumentParser(prog="kwshim", description="kwshim's tools for Triton kernel authors")

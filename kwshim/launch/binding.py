@@ -14,7 +14,7 @@ import linecache
 
 from ..errors import LaunchArgumentError, UnknownLaunchKeywordError, UnsupportedSignatureError
 
-__all__ = ["BindingPlan"]
+__all__ = ["BindingPlan", "check_signature"]
 
 _P = inspect.Parameter
 
@@ -143,6 +143,27 @@ class BindingPlan:
 
 
 _serial = itertools.count(1)
+
+
+def check_signature(name, fn, accepted):
+    """Refuse, when the kernel is wrapped, a signature the installed compiler would refuse
+    (``accepted``: ``compat.compiler_accepts()``): a launch must never silently use a parameter's
+    default instead of the value given."""
+    for param in inspect.signature(fn).parameters.values():
+        if param.kind is _P.KEYWORD_ONLY and "keyword_only" not in accepted:
+            raise UnsupportedSignatureError(
+                f"{name}() declares the keyword-only parameter '{param.name}': the installed Triton's "
+                "compiler refuses keyword-only kernel parameters (compiled Triton before 3.9 raises "
+                "CompilationError), and its interpreter would silently launch with the default. "
+                f"Declare '{param.name}' before any '*' in the signature.")
+        if param.kind in (_P.VAR_POSITIONAL, _P.VAR_KEYWORD):
+            star = "*" if param.kind is _P.VAR_POSITIONAL else "**"
+            if "variadic" in accepted and star == "*":
+                reason = ("the installed Triton's compiler accepts variadic kernels, but kwsafe binds "
+                          "named parameters only and cannot bind this one's launches")
+            else:
+                reason = "the installed Triton's compiler takes no variadic kernel parameters"
+            raise UnsupportedSignatureError(f"{name}() declares {star}{param.name}: {reason}")
 
 
 def _unused(taken, stem):

@@ -24,7 +24,7 @@ from .. import compat, interpreter
 from ..errors import LaunchArgumentError, UnsupportedSignatureError
 from ..patching import Patch
 from . import options, scalars
-from .binding import BindingPlan
+from .binding import BindingPlan, check_signature
 
 __all__ = ["KwsafeKernel", "LaunchPaths", "paths_of", "launcher_via_paths", "RunSlot", "fix_in_place",
            "is_fixed_in_place"]
@@ -34,29 +34,6 @@ __all__ = ["KwsafeKernel", "LaunchPaths", "paths_of", "launcher_via_paths", "Run
 #: two threads break each other ("Did you forget to add @triton.jit ?"). Earlier releases patch
 #: once and leave it, and take no lock (it cost about 1% of a launch there).
 _LAUNCH_LOCK = threading.RLock()
-
-
-def check_signature(name, fn):
-    """Refuse, when the kernel is wrapped, a signature the installed compiler would refuse: a
-    launch must never silently use a parameter's default instead of the value given."""
-    import inspect
-
-    accepted = compat.compiler_accepts()
-    for param in inspect.signature(fn).parameters.values():
-        if param.kind is inspect.Parameter.KEYWORD_ONLY and "keyword_only" not in accepted:
-            raise UnsupportedSignatureError(
-                f"{name}() declares the keyword-only parameter '{param.name}': the installed Triton's "
-                "compiler refuses keyword-only kernel parameters (compiled Triton before 3.9 raises "
-                "CompilationError), and its interpreter would silently launch with the default. "
-                f"Declare '{param.name}' before any '*' in the signature.")
-        if param.kind in (inspect.Parameter.VAR_POSITIONAL, inspect.Parameter.VAR_KEYWORD):
-            star = "*" if param.kind is inspect.Parameter.VAR_POSITIONAL else "**"
-            if "variadic" in accepted and star == "*":
-                reason = ("the installed Triton's compiler accepts variadic kernels, but kwsafe binds "
-                          "named parameters only and cannot bind this one's launches")
-            else:
-                reason = "the installed Triton's compiler takes no variadic kernel parameters"
-            raise UnsupportedSignatureError(f"{name}() declares {star}{param.name}: {reason}")
 
 
 class LaunchPaths:
@@ -69,7 +46,7 @@ class LaunchPaths:
 
     def __init__(self, kernel):
         name = compat.kernel_name(kernel)
-        check_signature(name, kernel.fn)
+        check_signature(name, kernel.fn, compat.compiler_accepts())
         plan = BindingPlan(name, kernel.fn, options.known_names())
         self.plan = plan
         injected = compat.injected_keywords()

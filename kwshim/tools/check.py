@@ -14,7 +14,7 @@ import stat
 import tokenize
 from typing import Iterable, Iterator, List, NamedTuple, Optional
 
-__all__ = ["Finding", "CODES", "FALLBACK_RESERVED_NAMES", "reserved_names", "check_paths", "check_source",
+__all__ = ["Finding", "CODES", "RESERVED_NAMES", "reserved_names", "check_paths", "check_source",
            "Flake8Checker"]
 
 #: One code per kind of finding.
@@ -28,7 +28,7 @@ CODES = {
 
 #: Every name that some release's interpreter strips from a launch or that some release's autotune
 #: Config injects (2.2.0 to 3.9.0); ``tests/test_check.py`` holds it against the installed release.
-FALLBACK_RESERVED_NAMES = frozenset({
+RESERVED_NAMES = frozenset({
     "num_warps", "num_stages", "num_ctas", "maxnreg", "enable_fp_fusion", "enable_warp_specialization",
     "num_buffers_warp_spec", "num_consumer_groups", "reg_dec_producer", "reg_inc_consumer", "ir_override",
 })
@@ -53,7 +53,7 @@ def reserved_names():
     strips from a launch or that some release's autotune Config injects (2.2.0 to 3.9.0). Static on
     purpose: a checker imports no Triton and starts no process, and a kernel is checked for every
     release it may meet, not only the installed one."""
-    return FALLBACK_RESERVED_NAMES
+    return RESERVED_NAMES
 
 
 def _reserved_consequence(plural):

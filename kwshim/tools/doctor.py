@@ -36,8 +36,11 @@ def diagnose(progress=None):
     }
     if report["triton"] is None:
         report["broken"] = True
-        report["advice"].append("no 'triton' module: install one of triton, pytorch-triton-rocm, "
-                                "pytorch-triton-xpu, triton-windows")
+        report["advice"].append("no 'triton' module: install one of " + ", ".join(TRITON_DISTRIBUTIONS))
+        kept = _releases_kept_here()
+        if kept:  # a kwshim checkout after `make demo`/`make test`: Triton is there, off the path
+            report["advice"].append(f"this directory keeps Triton releases in .triton/ ({', '.join(kept)}): select "
+                                    f"one with PYTHONPATH=.triton/{kept[-1]} (or run `make doctor`)")
         return report
     if report["torch"] is None:
         report["advice"].append("torch is not installed: the live probes need it (skipped)")
@@ -72,6 +75,16 @@ def diagnose(progress=None):
         report["advice"].append("this interpreter computes bf16 on its raw bits: bf16 kernels store wrong values "
                                 "on the CPU, with or without kwshim (not fixed yet; see the README's Limitations)")
     return report
+
+
+def _releases_kept_here():
+    """The Triton releases in ``./.triton/<release>`` (where this project's Makefile installs them)."""
+    try:
+        names = os.listdir(".triton")
+    except OSError:
+        return []
+    kept = [name for name in names if os.path.isdir(os.path.join(".triton", name, "triton"))]
+    return sorted(kept, key=lambda name: tuple(int(part) if part.isdigit() else 0 for part in name.split(".")))
 
 
 def run_probe(*arguments, env=None):
