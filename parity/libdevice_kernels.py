@@ -1,7 +1,7 @@
 """Kernels for the libdevice rows of the parity suite: each stores one libdevice function of eight
 values, so compiled (CUDA) and interpreted (CPU, kwshim's implementations) results can be compared.
-Generated once; every kernel is @kwsafe (interpreted: the libdevice names in its globals are swapped
-for CPU implementations during each launch)."""
+Written by ``parity/generate.py``: edit that, not this. Every kernel is @kwsafe (interpreted: the
+libdevice names in its globals are swapped for CPU implementations during each launch)."""
 
 import triton
 import triton.language as tl
@@ -11,16 +11,26 @@ from kwshim import kwsafe
 
 UNARY = [
     'tanh', 'rsqrt', 'erf', 'erfc', 'exp', 'exp2', 'exp10', 'expm1', 'log', 'log2', 'log10', 'log1p', 'sqrt',
-    'cbrt', 'rcbrt', 'sin', 'cos', 'tan', 'asin', 'acos', 'atan', 'sinh', 'cosh', 'asinh', 'atanh', 'floor',
-    'ceil', 'trunc', 'rint', 'round', 'fast_expf', 'fast_logf', 'erfinv', 'normcdf', 'normcdfinv', 'lgamma',
-    'tgamma', 'j0', 'j1', 'y0', 'y1', 'cyl_bessel_i0', 'cyl_bessel_i1', 'logb', 'sinpi', 'cospi', 'saturatef',
-    'isnan', 'isinf', 'signbit', 'ilogb', 'llrint', 'float2int_rn', 'float2int_rz', 'float_as_int',
+    'cbrt', 'rcbrt', 'sin', 'cos', 'tan', 'asin', 'acos', 'atan', 'sinh', 'cosh', 'asinh', 'atanh', 'floor', 'ceil',
+    'trunc', 'rint', 'round', 'fast_expf', 'fast_logf', 'erfinv', 'normcdf', 'normcdfinv', 'lgamma', 'tgamma', 'j0',
+    'j1', 'y0', 'y1', 'cyl_bessel_i0', 'cyl_bessel_i1', 'logb', 'sinpi', 'cospi', 'saturatef', 'isnan', 'isinf',
+    'signbit', 'ilogb', 'llrint', 'float2int_rn', 'float2int_rz', 'float_as_int',
 ]
 BINARY = [
     'pow', 'atan2', 'fmod', 'hypot', 'copysign', 'fdim', 'div_rn', 'remainder', 'rhypot',
 ]
 TERNARY = [
     'fma', 'norm3d',
+]
+ROUNDED_UNARY = [
+    'sqrt_rz', 'sqrt_rd', 'sqrt_ru', 'rcp_rz', 'rcp_rd', 'rcp_ru',
+]
+ROUNDED_BINARY = [
+    'add_rz', 'add_rd', 'add_ru', 'sub_rz', 'sub_rd', 'sub_ru', 'mul_rz', 'mul_rd', 'mul_ru', 'div_rz', 'div_rd',
+    'div_ru',
+]
+ROUNDED_TERNARY = [
+    'fma_rn', 'fma_rz', 'fma_rd', 'fma_ru',
 ]
 
 
@@ -561,13 +571,6 @@ def ld_norm3d(x_ptr, y_ptr, out_ptr):
     x = tl.load(x_ptr + offsets)
     y = tl.load(y_ptr + offsets)
     tl.store(out_ptr + offsets, libdevice.norm3d(x, y, x).to(tl.float32))
-
-
-#: Rounding-mode variants, compared bit for bit (``parity.scenarios``): every result here is inexact,
-#: so rounding toward zero, down or up gives a different float than rounding to nearest.
-ROUNDED_UNARY = ['sqrt_rz', 'sqrt_rd', 'sqrt_ru', 'rcp_rz', 'rcp_rd', 'rcp_ru']
-ROUNDED_BINARY = [f"{operation}_{mode}" for operation in ("add", "sub", "mul", "div") for mode in ("rz", "rd", "ru")]
-ROUNDED_TERNARY = ['fma_rn', 'fma_rz', 'fma_rd', 'fma_ru']
 
 
 @kwsafe

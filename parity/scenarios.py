@@ -16,22 +16,12 @@ import triton  # noqa: E402
 import triton.language as tl  # noqa: E402
 
 from kwshim import kwsafe  # noqa: E402
+from tests.kernels import autotuned_warps_stages as autotuned  # noqa: E402  (the suite's kernels, shared)
+from tests.kernels import grid_param, plain_store, warps_stages  # noqa: E402
+from tests.kernels import heuristic_stages as heuristic  # noqa: E402
 
 DEVICE = "cpu" if MODE == "interpreted" else "cuda"
 GRID = (1,)
-
-
-@kwsafe
-@triton.jit
-def warps_stages(out_ptr, num_warps: tl.constexpr, num_stages: tl.constexpr):
-    tl.store(out_ptr, num_warps * 10 + num_stages)
-
-
-@triton.autotune(configs=[triton.Config({}, num_warps=4, num_stages=3)], key=[])
-@kwsafe
-@triton.jit
-def autotuned(out_ptr, num_warps: tl.constexpr, num_stages: tl.constexpr):
-    tl.store(out_ptr, num_warps * 10 + num_stages)
 
 
 @triton.autotune(configs=[triton.Config({}, num_warps=2, num_stages=2)], key=[])
@@ -39,19 +29,6 @@ def autotuned(out_ptr, num_warps: tl.constexpr, num_stages: tl.constexpr):
 @triton.jit
 def autotuned_defaults(out_ptr, num_warps: tl.constexpr = 1, num_stages: tl.constexpr = 1):
     tl.store(out_ptr, num_warps * 10 + num_stages)
-
-
-@triton.heuristics({"num_stages": lambda args: args["num_warps"] + 1})
-@kwsafe
-@triton.jit
-def heuristic(out_ptr, num_warps: tl.constexpr, num_stages: tl.constexpr):
-    tl.store(out_ptr, num_warps * 10 + num_stages)
-
-
-@kwsafe
-@triton.jit
-def grid_param(out_ptr, grid: tl.constexpr, num_warps: tl.constexpr):
-    tl.store(out_ptr, grid * 10 + num_warps)
 
 
 @kwsafe
@@ -81,12 +58,6 @@ def matmul(a_ptr, b_ptr, c_ptr, N: tl.constexpr, num_stages: tl.constexpr):
     a = tl.load(a_ptr + rows * N + cols)
     b = tl.load(b_ptr + rows * N + cols)
     tl.store(c_ptr + rows * N + cols, tl.dot(a, b, input_precision="ieee") + num_stages)
-
-
-@kwsafe
-@triton.jit
-def plain_store(out_ptr, value):
-    tl.store(out_ptr, value)
 
 
 @kwsafe
