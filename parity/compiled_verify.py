@@ -48,6 +48,17 @@ def _add(x_ptr, y_ptr, out_ptr, n, BLOCK: tl.constexpr):
     tl.store(out_ptr + offsets, tl.load(x_ptr + offsets, mask=mask) + tl.load(y_ptr + offsets, mask=mask), mask=mask)
 
 
+@triton.jit
+def _between(view_ptr, SLOT: tl.constexpr):
+    offsets = tl.arange(0, 4) * 2 + 1  # between the elements of a stride-2 view
+    tl.store(view_ptr + offsets, tl.full((4,), SLOT + 1, tl.int32))
+
+
+@triton.jit
+def _store_slot(out_ptr, unused_ptr, SLOT: tl.constexpr):
+    tl.store(out_ptr, SLOT * 0 + 5)
+
+
 def _configs(count, key="SLOT"):
     return [triton.Config({key: i}) for i in range(count)]
 
@@ -114,6 +125,32 @@ def verify_rows():
         got = _outcome(lambda: restored[(1,)](value))
         rows.append(("in-place update with restore_value", "passes, x 11", f"{got}, x {int(value[0])}",
                      got == "passes" and int(value[0]) == 11))
+        acc = torch.full((1,), 5.0, device="cuda")
+        zeroed = triton.autotune(configs=_configs(3), key=[], reset_to_zero=["acc_ptr"])(_accumulate)
+        got = _outcome(lambda: zeroed[(1,)](ones, acc))
+        rows.append(("reset_to_zero on a non-zero buffer (5.0)", "passes, acc 1.0", f"{got}, acc {float(acc[0])}",
+                     got == "passes" and float(acc[0]) == 1.0))
+        storage = torch.zeros(8, dtype=torch.int32, device="cuda")
+        between = triton.autotune(configs=_configs(2), key=[])(_between)
+        got = _outcome(lambda: between[(1,)](storage[::2]))
+        rows.append(("Configs writing between a strided view's elements", "ConfigDivergenceError naming "
+                     "'view_ptr.storage'", got.split(":")[0] + (" ('view_ptr.storage')" if "'view_ptr.storage'" in got
+                                                                else ""),
+                     got.startswith("ConfigDivergenceError") and "'view_ptr.storage'" in got
+                     and int(storage.sum()) == 0))
+        out = torch.zeros(1, dtype=torch.int32, device="cuda")
+        fp8 = torch.ones(4, device="cuda").to(torch.float8_e4m3fn)
+        same = triton.autotune(configs=_configs(2), key=[])(_store_slot)
+        got = _outcome(lambda: same[(1,)](out, fp8))
+        rows.append(("an fp8 argument", "passes, out 5", f"{got}, out {int(out[0])}",
+                     got == "passes" and int(out[0]) == 5))
+    acc = torch.full((1,), 5.0, device="cuda")
+    bare = triton.autotune(configs=_configs(3), key=[], reset_to_zero=["acc_ptr"])(_accumulate)
+    bare[(1,)](ones, acc)
+    torch.cuda.synchronize()
+    rows.append(("bare Triton: reset_to_zero on 5.0, the first launch (zeroed after tuning)", "acc 1.0",
+                 f"acc {float(acc[0])}", float(acc[0]) == 1.0))
+    with kwshim.activate(autotune="verify"):
         n = 1 << 20
         a, b, c = (torch.randn(n, device="cuda") for _ in range(3))
         add = triton.autotune(configs=[triton.Config({"BLOCK": 2 ** k}) for k in (7, 8, 9, 10)], key=["n"])(_add)

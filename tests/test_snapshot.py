@@ -8,6 +8,8 @@ import triton.language as tl
 import kwshim
 from kwshim import AutotuneSideEffectError, ConfigDivergenceError
 
+from .kernels import needs_block_loads
+
 pytestmark = pytest.mark.usefixtures("no_switch_left_on")
 
 TWO = [triton.Config({"X": 1}), triton.Config({"X": 2})]
@@ -29,6 +31,7 @@ def test_configs_that_differ_only_between_a_strided_views_elements_diverge():
     assert storage.tolist() == [0] * 8  # back as before the launch
 
 
+@needs_block_loads
 def test_tuning_that_accumulates_between_a_strided_views_elements_is_a_side_effect():
     """Two tuning runs and the launch leave 3 between the elements, where one clean launch leaves 1."""
 
@@ -40,7 +43,8 @@ def test_tuning_that_accumulates_between_a_strided_views_elements_is_a_side_effe
     storage = torch.zeros(8, dtype=torch.int32)
     with kwshim.activate(autotune="verify"):
         kernel = triton.autotune(configs=TWO, key=[])(bump_between)
-        with pytest.raises(AutotuneSideEffectError, match=r"argument 'view_ptr\.storage'.*reset_to_zero=\['view_ptr'\]"):
+        with pytest.raises(AutotuneSideEffectError,
+                           match=r"argument 'view_ptr\.storage'.*reset_to_zero=\['view_ptr'\]"):
             kernel[(1,)](storage[::2])
     assert storage.tolist() == [0] * 8
 
@@ -88,6 +92,7 @@ def test_fp8_values_that_differ_are_found():
     assert difference(want, want.clone(), Settings()) is None
 
 
+@needs_block_loads
 def test_a_reinterpreted_argument_is_reached_through_its_base():
     @triton.jit
     def store_config(out_ptr, X: tl.constexpr):

@@ -10,11 +10,14 @@ import triton.language as tl
 
 import kwshim
 
+from .kernels import needs_block_loads
+
 pytestmark = pytest.mark.usefixtures("no_switch_left_on")
 
 TWO = [triton.Config({"X": 1}), triton.Config({"X": 2})]
 
 
+@needs_block_loads
 def test_reset_to_zero_on_a_non_zero_buffer_is_not_a_side_effect():
     """Triton's run zeroes ``reset_to_zero`` arguments after tuning, before the launch: the clean
     launch does the same, so a correctly hooked kernel passes, ending as a GPU's first launch does."""
