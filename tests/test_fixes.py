@@ -1,0 +1,70 @@
+"""``interpreter/fixes.py``: what the interpreter cannot run, filled while the switch is on (``~`` on
+booleans, ``tl.sort``), and Triton exactly restored afterwards."""
+
+import pytest
+import torch
+import triton
+import triton.language as tl
+
+import kwshim
+
+from .kernels import needs_block_loads
+
+
+@triton.jit
+def invert_mask(x_ptr, out_ptr):
+    offsets = tl.arange(0, 4)
+    mask = tl.load(x_ptr + offsets) > 1
+    tl.store(out_ptr + offsets, (~mask).to(tl.int32))
+
+
+@needs_block_loads
+def test_bitwise_not_of_a_boolean_works_under_the_switch_and_the_builder_is_restored():
+    """3.0's interpreter: 'InterpreterBuilder' object has no attribute 'get_int1_ty' (multi_token_attention)."""
+    from triton.runtime import interpreter
+
+    from kwshim.interpreter.fixes import _builder_class
+
+    builder = _builder_class(interpreter)
+    try:
+        interpreter._get_np_dtype(tl.int1)
+    except (KeyError, AttributeError):
+        pytest.skip("this release's interpreter has no int1 values at all (2.x)")
+    before = dict(vars(builder)) if builder is not None else None
+    x, out = torch.tensor([0.0, 1.0, 2.0, 3.0]), torch.zeros(4, dtype=torch.int32)
+    with kwshim.activate():
+        invert_mask[(1,)](x, out)
+    assert out.tolist() == [1, 1, 0, 0]
+    if builder is not None:
+        assert dict(vars(builder)) == before
+
+
+@triton.jit
+def packed_sort(x_ptr, out_ptr, N: tl.constexpr):
+    """Liger-Kernel's fused MoE router: sort (expert << 16 | position) keys of a 1-D block."""
+    offsets = tl.arange(0, N)
+    keys = (tl.load(x_ptr + offsets).to(tl.uint32) << 16) | offsets.to(tl.uint32)
+    tl.store(out_ptr + offsets, (tl.sort(keys, 0) >> 16).to(tl.int32))
+
+
+@triton.jit
+def rows_descending(x_ptr, out_ptr, R: tl.constexpr, C: tl.constexpr):
+    rows, cols = tl.arange(0, R)[:, None], tl.arange(0, C)[None, :]
+    tl.store(out_ptr + rows * C + cols, tl.sort(tl.load(x_ptr + rows * C + cols), descending=True))
+
+
+@needs_block_loads
+def test_tl_sort_works_under_the_switch_and_is_restored():
+    """3.0's interpreter: 'operands could not be broadcast together' on a 1-D block of 1024."""
+    before = tl.sort
+    keys, out = torch.randint(0, 8, (1024,), dtype=torch.int32), torch.zeros(1024, dtype=torch.int32)
+    x, rows = torch.randn(4, 8), torch.zeros(4, 8)
+    with kwshim.activate():
+        try:
+            packed_sort[(1,)](keys, out, 1024)
+        except AttributeError as exc:  # 2.x: 'Builder' object has no attribute 'get_int32_ty'
+            pytest.skip(f"this release's interpreter cannot cast to unsigned integers: {exc}")
+        rows_descending[(1,)](x, rows, 4, 8)
+    assert torch.equal(out, torch.sort(keys).values)
+    assert torch.equal(rows, torch.sort(x, dim=1, descending=True).values)
+    assert tl.sort is before
