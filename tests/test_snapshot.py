@@ -98,9 +98,9 @@ def test_a_reinterpreted_argument_is_reached_through_its_base():
     def store_config(out_ptr, X: tl.constexpr):
         tl.store(out_ptr, X)
 
-    base = torch.zeros(4, dtype=torch.int8)
+    base = torch.zeros(4, dtype=torch.int32)
     with kwshim.activate(autotune="verify"):
         kernel = triton.autotune(configs=TWO, key=[])(store_config)
         with pytest.raises(ConfigDivergenceError, match=r"argument 'out_ptr\.base' different"):
-            kernel[(1,)](triton.reinterpret(base, tl.uint8))
+            kernel[(1,)](triton.reinterpret(base, tl.float32))
     assert base.tolist() == [0] * 4
