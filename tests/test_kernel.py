@@ -27,6 +27,26 @@ def _stores_one(out_ptr):
     tl.store(out_ptr, 1)
 
 
+def test_the_table_of_paths_keeps_no_kernel_alive():
+    """A kernel launched under the switch (kernels made in a test, in a loop) is freed when its
+    last reference goes, and its paths with it."""
+    import gc
+
+    import kwshim
+    from kwshim.launch import kernel as kernel_module
+
+    kernel = triton.jit(_stores_one)
+    out = torch.zeros(1, dtype=torch.int32)
+    with kwshim.activate():
+        kernel[(1,)](out)
+        kernel.run(out, grid=(1,), warmup=False)
+    key = id(kernel)
+    assert int(out[0]) == 1 and key in kernel_module._PATHS
+    del kernel
+    gc.collect()
+    assert key not in kernel_module._PATHS
+
+
 def test_forgetting_a_dead_kernel_needs_no_module_global(monkeypatch):
     """At interpreter shutdown module globals become None before the last kernels die; the table's
     weak-reference callback must not need them ('Exception ignored in ... forget' after pytest's

@@ -66,7 +66,8 @@ class LaunchPaths:
         # Only keywords some backend validates, or deprecated ones, need the options check.
         checked = options.option_names() | frozenset(options.DEPRECATED)
         injected_names = frozenset(injected)
-        raw = _raw_launch(kernel, getitem, method_run, lock)
+        this = weakref.ref(kernel)  # held weakly: the table of paths must not keep a kernel alive
+        raw = _raw_launch(this, getitem, method_run, lock)
         convert = scalars.converter(kernel)  # None: no runtime scalar needs typing
         per_launch = interpreter.launch_patches(kernel.fn)  # libdevice named by the kernel's globals
         if per_launch:
@@ -94,6 +95,7 @@ class LaunchPaths:
             return bound
 
         def launch(grid, args, kwargs):
+            kernel = this()
             hooks = kernel.pre_run_hooks if has_hooks else None
             if declares_injected or hooks or not injected_names.isdisjoint(kwargs):
                 kwargs = with_injected(kwargs)
@@ -120,6 +122,7 @@ class LaunchPaths:
                 grid = _tuple_grid(grid)
 
             def launcher(*args, **kwargs):
+                kernel = this()
                 if not kwargs and len(args) == arity and not (has_hooks and kernel.pre_run_hooks):
                     # every parameter given positionally: bound as it is, launched with no extra frame
                     if convert is not None:
@@ -149,7 +152,7 @@ class LaunchPaths:
                     kwargs = with_injected(kwargs)
                 bind_checked(args, kwargs)
                 return None
-            if not kwargs and len(args) == arity and not (has_hooks and kernel.pre_run_hooks):
+            if not kwargs and len(args) == arity and not (has_hooks and this().pre_run_hooks):
                 return raw(grid, args if convert is None else convert(args), empty)
             return launch(grid, args, kwargs)
 
@@ -185,24 +188,24 @@ def _with_patches(raw, entries):
     return launch
 
 
-def _raw_launch(kernel, getitem, method_run, lock):
-    """``raw(grid, positional, keywords)``: the bare interpreter's launch, serialized where the
-    release needs it. One function per case, so that a launch pays for no test it does not need."""
+def _raw_launch(this, getitem, method_run, lock):
+    """``raw(grid, positional, keywords)``: the bare interpreter's launch of the kernel ``this``
+    refers to, serialized where the release needs it. One function per case, so that a launch pays for no test it does not need."""
     if method_run is not None:  # 3.6+: the interpreter's run is a method
         if lock is not None:
             def raw(grid, args, kwargs):
                 with lock:
-                    return method_run(kernel, *args, grid=grid, warmup=False, **kwargs)
+                    return method_run(this(), *args, grid=grid, warmup=False, **kwargs)
         else:
             def raw(grid, args, kwargs):
-                return method_run(kernel, *args, grid=grid, warmup=False, **kwargs)
+                return method_run(this(), *args, grid=grid, warmup=False, **kwargs)
     elif lock is not None:
         def raw(grid, args, kwargs):
             with lock:
-                return getitem(kernel, grid)(*args, **kwargs)
+                return getitem(this(), grid)(*args, **kwargs)
     else:
         def raw(grid, args, kwargs):
-            return getitem(kernel, grid)(*args, **kwargs)
+            return getitem(this(), grid)(*args, **kwargs)
     return raw
 
 
