@@ -111,10 +111,11 @@ def test_the_wheel_with_its_declared_dependencies_alone_checks_and_lints(dist, t
     env_dir = tmp_path / "lint"
     venv.EnvBuilder(with_pip=True).create(env_dir)
     python, bin_dir = str(env_dir / "bin" / "python"), env_dir / "bin"
-    done = subprocess.run([python, "-m", "pip", "install", "--quiet", "--disable-pip-version-check", wheel, "flake8"],
-                          capture_output=True, text=True, timeout=600)
-    assert done.returncode == 0, done.stderr[-2000:]
+    # pip too runs without the test run's PYTHONPATH, whose wrapt would otherwise count as installed
     env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "TRITON_INTERPRET")}
+    done = subprocess.run([python, "-m", "pip", "install", "--quiet", "--disable-pip-version-check", wheel, "flake8"],
+                          capture_output=True, text=True, timeout=600, env=env)
+    assert done.returncode == 0, done.stderr[-2000:]
     run = dict(capture_output=True, text=True, cwd=tmp_path, env=env, timeout=300)
     absent = subprocess.run([python, "-c", "import importlib.util as u; "
                                            "print([m for m in ('numpy', 'torch', 'triton') if u.find_spec(m)])"], **run)
