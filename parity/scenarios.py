@@ -17,7 +17,7 @@ import triton.language as tl  # noqa: E402
 
 from kwshim import kwsafe  # noqa: E402
 from tests.kernels import autotuned_warps_stages as autotuned  # noqa: E402  (the suite's kernels, shared)
-from tests.kernels import grid_param, plain_store, warps_stages  # noqa: E402
+from tests.kernels import debug_param, grid_param, instrumentation_param, plain_store, warps_stages  # noqa: E402
 from tests.kernels import heuristic_stages as heuristic  # noqa: E402
 
 DEVICE = "cpu" if MODE == "interpreted" else "cuda"
@@ -58,18 +58,6 @@ def matmul(a_ptr, b_ptr, c_ptr, N: tl.constexpr, num_stages: tl.constexpr):
     a = tl.load(a_ptr + rows * N + cols)
     b = tl.load(b_ptr + rows * N + cols)
     tl.store(c_ptr + rows * N + cols, tl.dot(a, b, input_precision="ieee") + num_stages)
-
-
-@kwsafe
-@triton.jit
-def debug_param(out_ptr, debug: tl.constexpr = 5):
-    tl.store(out_ptr, debug)
-
-
-@kwsafe
-@triton.jit
-def instrumentation_param(out_ptr, instrumentation_mode: tl.constexpr = 5):
-    tl.store(out_ptr, 1 if instrumentation_mode == "" else 2)
 
 
 @triton.jit

@@ -143,6 +143,19 @@ def plain_copy(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
     tl.store(out_ptr + offsets, tl.load(x_ptr + offsets, mask=mask) + 1, mask=mask)
 
 
+@kwsafe
+@triton.jit
+def debug_param(out_ptr, debug: tl.constexpr = 5):
+    """A parameter named as a keyword compiled ``run`` injects itself."""
+    tl.store(out_ptr, debug)
+
+
+@kwsafe
+@triton.jit
+def instrumentation_param(out_ptr, instrumentation_mode: tl.constexpr = 5):
+    tl.store(out_ptr, 1 if instrumentation_mode == "" else 2)
+
+
 def bare(kernel):
     """The jit kernel under a kwsafe kernel (walking autotune/heuristics)."""
     while not hasattr(kernel, "__wrapped__"):

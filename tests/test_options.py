@@ -12,7 +12,7 @@ from kwshim import compat as _triton
 from kwshim.launch import options
 
 from . import kernels
-from .kernels import kwsafe, store_kernel
+from .kernels import debug_param, instrumentation_param, kwsafe, store_kernel
 
 GRID = (1,)
 
@@ -101,18 +101,6 @@ def injected(name):
     if found is None:
         pytest.skip(f"compiled run of this Triton does not inject '{name}'")
     return found
-
-
-@kwsafe
-@triton.jit
-def debug_param(out_ptr, debug: tl.constexpr = 5):
-    tl.store(out_ptr, debug)
-
-
-@kwsafe
-@triton.jit
-def instrumentation_param(out_ptr, instrumentation_mode: tl.constexpr = 5):
-    tl.store(out_ptr, 1 if instrumentation_mode == "" else 2)
 
 
 def test_debug_parameter_binds_as_compiled_run_injects_it(out):
