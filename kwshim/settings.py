@@ -30,6 +30,20 @@ class Field(NamedTuple):
     help: str
     choices: Tuple[str, ...] = ()
 
+    @property
+    def is_switch(self) -> bool:
+        """A bool: a flag that turns it off, taking no value."""
+        return isinstance(self.default, bool)
+
+    @property
+    def value_type(self) -> Any:
+        """What a door converts a given value with (None: a string, one of ``choices``)."""
+        return None if self.choices or self.is_switch else type(self.default)
+
+    def flag(self, prefix: str = "") -> str:
+        """``--PREFIXNAME``, or ``--PREFIXno-NAME`` for a switch (``prefix``: ``"kwshim-"`` for pytest)."""
+        return f"--{prefix}{'no-' if self.is_switch else ''}{self.name.replace('_', '-')}"
+
 
 #: Every setting, in ``activate``'s order.
 FIELDS = (

@@ -7,6 +7,8 @@ kwshim writes only into tensors a kernel changed, and writes as the interpreter 
 version bump; legal for leaves that require grad and for inference tensors).
 """
 
+import contextlib
+
 __all__ = ["reachable_tensors", "State", "difference", "describe"]
 
 
@@ -23,14 +25,12 @@ def reachable_tensors(names, args, kwargs):
         if id(tensor) in seen:
             return
         seen.add(id(tensor))
-        storage = tensor.untyped_storage()
-        if _covers(tensor, storage):
-            storages.add(storage.data_ptr())
-            found.append((name, tensor))
-            return
         found.append((name, tensor))
-        if storage.data_ptr() not in storages:
-            storages.add(storage.data_ptr())
+        storage = tensor.untyped_storage()
+        if storage.data_ptr() in storages:  # already whole: a tensor over all of it, or its storage
+            return
+        storages.add(storage.data_ptr())
+        if not _covers(tensor, storage):
             found.append((f"{name}.storage", _whole_storage(tensor, storage)))
 
     def visit(name, value):
@@ -61,10 +61,8 @@ def _whole_storage(tensor, storage):
     import torch
 
     count = storage.nbytes() // tensor.element_size()
-    if tensor.is_inference():
-        with torch.inference_mode():
-            return torch.empty(0, dtype=tensor.dtype, device=tensor.device).set_(storage, 0, (count,), (1,))
-    return torch.empty(0, dtype=tensor.dtype, device=tensor.device).set_(storage, 0, (count,), (1,))
+    with torch.inference_mode() if tensor.is_inference() else contextlib.nullcontext():
+        return torch.empty(0, dtype=tensor.dtype, device=tensor.device).set_(storage, 0, (count,), (1,))
 
 
 def _same(a, b):

@@ -33,21 +33,20 @@ def main(argv=None):
     doctor.add_argument("--json", action="store_true", help="machine-readable output")
     run = commands.add_parser(
         "run", help="run a script or module with the switch on (kwshim.activate)",
-        usage="kwshim run [--autotune POLICY] [--rtol R] [--atol A] [--no-equal-nan] (SCRIPT | -m MODULE) [ARGS ...]",
+        usage="kwshim run " + " ".join(f"[{field.flag()}]" if field.is_switch else f"[{field.flag()} {_metavar(field)}]"
+                                       for field in FIELDS) + " (SCRIPT | -m MODULE) [ARGS ...]",
         formatter_class=argparse.RawDescriptionHelpFormatter,
         description="Run SCRIPT (or MODULE) as python would, with the switch on: every interpreted kernel binds\n"
                     "its launches as under @kwsafe and every autotuner tunes on the CPU. Sets TRITON_INTERPRET=1\n"
                     "when it is unset. ARGS, everything after SCRIPT or MODULE ('--' included), are the target's.",
         epilog="autotune policies:\n" + "".join(f"  {name:<7} {meaning}\n" for name, meaning in POLICIES.items()))
     for field in FIELDS:
-        flag = field.name.replace("_", "-")
-        if isinstance(field.default, bool):
-            run.add_argument(f"--no-{flag}", dest=field.name, action="store_false",
+        if field.is_switch:
+            run.add_argument(field.flag(), dest=field.name, action="store_false",
                              help=f"{field.help} (this flag turns it off)")
         else:
-            run.add_argument(f"--{flag}", dest=field.name, default=field.default, choices=field.choices or None,
-                             type=None if field.choices else type(field.default),
-                             metavar="POLICY" if field.choices else None, help=field.help)
+            run.add_argument(field.flag(), dest=field.name, default=field.default, choices=field.choices or None,
+                             type=field.value_type, metavar=_metavar(field), help=field.help)
     run.add_argument("-m", dest="module", action="store_true", help="run a module, as python -m")
     run.add_argument("target", metavar="SCRIPT|MODULE")
     argv = list(sys.argv[1:] if argv is None else argv)
@@ -64,7 +63,11 @@ def main(argv=None):
 
 
 #: ``kwshim run``'s own options that take a value
-_RUN_VALUED = tuple(f"--{field.name.replace('_', '-')}" for field in FIELDS if not isinstance(field.default, bool))
+_RUN_VALUED = tuple(field.flag() for field in FIELDS if not field.is_switch)
+
+
+def _metavar(field):
+    return "POLICY" if field.name == "autotune" else field.name[0].upper()
 
 
 def _split_run(argv):

@@ -29,15 +29,15 @@ def pytest_addoption(parser):
                          "autotuners tune on the CPU")
     parser.addini("kwshim", type="bool", default=False, help="switch kwshim on (as --kwshim)")
     for field in FIELDS:
-        flag, dest = field.name.replace("_", "-"), f"kwshim_{field.name}"
-        if isinstance(field.default, bool):
-            group.addoption(f"--kwshim-no-{flag}", dest=dest, action="store_false", default=None,
+        flag, dest = field.flag("kwshim-"), f"kwshim_{field.name}"
+        if field.is_switch:
+            group.addoption(flag, dest=dest, action="store_false", default=None,
                             help=f"{field.help} (this flag turns it off)")
             parser.addini(dest, type="bool", default=field.default, help=field.help)
         else:
-            group.addoption(f"--kwshim-{flag}", dest=dest, default=None, choices=field.choices or None,
-                            type=None if field.choices else type(field.default), help=field.help)
-            parser.addini(dest, default=str(field.default), help=f"{field.help} (as --kwshim-{flag})")
+            group.addoption(flag, dest=dest, default=None, choices=field.choices or None, type=field.value_type,
+                            help=field.help)
+            parser.addini(dest, default=str(field.default), help=f"{field.help} (as {flag})")
 
 
 def _wanted(config):

@@ -190,7 +190,8 @@ def _with_patches(raw, entries):
 
 def _raw_launch(this, getitem, method_run, lock):
     """``raw(grid, positional, keywords)``: the bare interpreter's launch of the kernel ``this``
-    refers to, serialized where the release needs it. One function per case, so that a launch pays for no test it does not need."""
+    refers to, serialized where the release needs it. One function per case, so that a launch
+    pays for no test it does not need."""
     if method_run is not None:  # 3.6+: the interpreter's run is a method
         if lock is not None:
             def raw(grid, args, kwargs):
