@@ -9,8 +9,8 @@ from .doors.decorator import kwsafe
 from .doors.retrofit import kwsafe_module
 from .doors.switch import activate
 from .errors import (AutotuneSideEffectError, ConfigDivergenceError, LaunchArgumentError, LaunchOptionError,
-                     PlacementError, TritonNotFoundError, UnknownLaunchKeywordError, UnsupportedSignatureError,
-                     UnsupportedTritonError)
+                     MissingNumericsDependencyError, PlacementError, TritonNotFoundError, UncompilableError,
+                     UnknownLaunchKeywordError, UnsupportedSignatureError, UnsupportedTritonError)
 from .launch.kernel import KwsafeKernel
 from .launch.options import get_target, set_target
 from .settings import Settings
@@ -34,5 +34,7 @@ __all__ = [
     "AutotuneSideEffectError",
     "TritonNotFoundError",
     "UnsupportedTritonError",
+    "UncompilableError",
+    "MissingNumericsDependencyError",
     "__version__",
 ]

@@ -14,6 +14,8 @@ __all__ = [
     "LaunchOptionError",
     "ConfigDivergenceError",
     "AutotuneSideEffectError",
+    "UncompilableError",
+    "MissingNumericsDependencyError",
 ]
 
 
@@ -102,6 +104,24 @@ class AutotuneSideEffectError(AssertionError):
     changed it, as they do on a GPU (an accumulator without ``reset_to_zero``, an in-place
     update without ``restore_value``). The message names the kernel, the parameter, the size of
     the difference and the remedy. The tensors are back to their pre-launch state when it is raised.
+
+    .. versionadded:: 0.2.0
+    """
+
+
+class UncompilableError(TypeError):
+    """An interpreted kernel does what compiled Triton refuses for an NVIDIA GPU (measured on the
+    H200, sm_90): arithmetic, comparisons or reductions on fp8 values, a conversion between two fp8
+    formats or between fp8 and fp64, a rounding mode the target has no instruction for. Compiled
+    Triton fails to compile such a kernel; the interpreter would have run it.
+
+    .. versionadded:: 0.2.0
+    """
+
+
+class MissingNumericsDependencyError(ImportError):
+    """A kernel computes on bf16 or fp8 values and ``ml_dtypes``, which holds them as real NumPy
+    floats, is not installed (without it the interpreter computes on their raw bits).
 
     .. versionadded:: 0.2.0
     """

@@ -24,10 +24,17 @@ class Patch:
 
     def setattr(self, owner: Any, name: str, value: Any) -> None:
         """Set ``owner.name``; the prior value is the owner's own (``vars(owner)``), so an
-        attribute it inherits is inherited again after ``undo``."""
-        prior = vars(owner).get(name, _ABSENT)
+        attribute it inherits is inherited again after ``undo`` (``__class__``: the object's class)."""
+        prior = type(owner) if name == "__class__" else vars(owner).get(name, _ABSENT)
         setattr(owner, name, value)
         self._undo.append((owner, name, prior, True))
+
+    def set(self, owner: Any, name: str, value: Any) -> None:
+        """``setitem`` where ``owner`` is a dict (a module's globals), else ``setattr``."""
+        if isinstance(owner, dict):
+            self.setitem(owner, name, value)
+        else:
+            self.setattr(owner, name, value)
 
     def setitem(self, mapping: MutableMapping, key: Any, value: Any) -> None:
         """Set ``mapping[key]`` (a dict: a module's or a function's globals, an instance's ``__dict__``)."""

@@ -157,6 +157,46 @@ def _fp16_times_scalar():
     return _stored_float(lambda o: times_scalar[GRID](x, o, 1.0001))
 
 
+@kwsafe
+@triton.jit
+def scalar_doubled_as_int64(out_ptr, n):
+    tl.store(out_ptr, (n + n).to(tl.int64))
+
+
+@kwsafe
+@triton.jit
+def annotated_int64_times(out_ptr, n: tl.int64, m):
+    tl.store(out_ptr, n * m)
+
+
+@kwsafe
+@triton.jit(do_not_specialize=["n"])
+def unspecialised_to_int64(out_ptr, n):
+    tl.store(out_ptr, n.to(tl.int64) * 3)
+
+
+def _stored_int64(launch):
+    out = torch.zeros(1, dtype=torch.int64, device=DEVICE)
+    launch(out)
+    if DEVICE == "cuda":
+        torch.cuda.synchronize()
+    return int(out[0])
+
+
+def _fp16_times_numpy_float64():
+    import numpy as np
+
+    x = torch.ones(1, dtype=torch.float16, device=DEVICE)
+    return _stored_float(lambda o: times_scalar[GRID](x, o, np.float64(1.0001)))
+
+
+def _fp16_times_numpy_float32():
+    import numpy as np
+
+    x = torch.ones(1, dtype=torch.float16, device=DEVICE)
+    return _stored_float(lambda o: times_scalar[GRID](x, o, np.float32(1.0001)))
+
+
 LIBDEVICE_X = [0.1, 0.25, 0.4, 0.5, 0.6, 0.75, 0.8, 0.95]
 LIBDEVICE_Y = [1.5, 2.0, 0.5, 3.0, 1.25, 0.75, 2.5, 1.0]
 
@@ -237,6 +277,15 @@ SCENARIOS = {
     "annotated tl.float16 scalar bit width": lambda: _stored(lambda o: annotated_fp16_width[GRID](o, 2.0)),
     "int 1 scalar * 3 (specialised)": lambda: _stored(lambda o: scalar_times_three[GRID](o, 1)),
     "error: int 1 scalar .dtype (specialised)": lambda: _stored(lambda o: scalar_width[GRID](o, 1)),
+    "int 3e9 scalar doubled (i64 as compiled)": lambda: _stored_int64(
+        lambda o: scalar_doubled_as_int64[GRID](o, 3_000_000_000)),
+    "int 3e9 scalar bit width": lambda: _stored(lambda o: scalar_width[GRID](o, 3_000_000_000)),
+    "annotated n: tl.int64, 5 * 1e9": lambda: _stored_int64(
+        lambda o: annotated_int64_times[GRID](o, 5, 1_000_000_000)),
+    "fp16 x * np.float64 scalar (fp32 math)": _fp16_times_numpy_float64,
+    "fp16 x * np.float32 scalar (fp32 math)": _fp16_times_numpy_float32,
+    "do_not_specialize int 1: n.to(tl.int64) * 3": lambda: _stored_int64(
+        lambda o: unspecialised_to_int64[GRID](o, 1)),
     **_libdevice_scenarios(),
 }
 

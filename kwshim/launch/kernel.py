@@ -69,7 +69,7 @@ class LaunchPaths:
         this = weakref.ref(kernel)  # held weakly: the table of paths must not keep a kernel alive
         raw = _raw_launch(this, getitem, method_run, lock)
         convert = scalars.converter(kernel)  # None: no runtime scalar needs typing
-        per_launch = interpreter.launch_patches(kernel.fn)  # libdevice named by the kernel's globals
+        per_launch = interpreter.launch_patches(kernel.fn)  # GPU arithmetic, libdevice named by its globals
         if per_launch:
             raw = _with_patches(raw, per_launch)
             arity = -2  # every launch through ``raw``: no fast path around the patches
@@ -176,13 +176,13 @@ def _tuple_grid(grid):
 
 
 def _with_patches(raw, entries):
-    """``raw`` (a launch) with each ``(namespace, name, value)`` of ``entries`` set for its duration,
-    serialized by the launch lock: module globals are shared by every thread."""
+    """``raw`` (a launch) with each ``(owner, name, value)`` of ``entries`` set for its duration,
+    serialized by the launch lock: module globals and the interpreter's builder are shared by every thread."""
 
     def launch(grid, args, kwargs):
         with _LAUNCH_LOCK, Patch() as patch:
-            for namespace, name, value in entries:
-                patch.setitem(namespace, name, value)
+            for owner, name, value in entries:
+                patch.set(owner, name, value)
             return raw(grid, args, kwargs)
 
     return launch

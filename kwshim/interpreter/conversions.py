@@ -1,0 +1,82 @@
+"""Conversions as an NVIDIA GPU's ``cvt`` performs them (measured on the H200, compiled Triton 3.6).
+
+NumPy's ``astype`` wraps an out-of-range float and turns NaN into INT_MIN; the GPU saturates:
+
+- float -> int: truncated toward zero, clamped to the target's range, NaN -> 0 (uint64: 2**63).
+  8-bit targets go through 16 bits: clamped to int16/uint16, then the low byte (fp32 1e5 -> int8 is -1).
+  A negative value to an unsigned target is undefined (LLVM poison): the GPU's byte depends on the
+  element's place; kwshim clamps it (0).
+- float -> fp8 (``satfinite``): out-of-range values and infinities become the largest finite value,
+  NaN stays NaN. ``fp_downcast_rounding="rtz"`` rounds toward zero.
+- int -> float and float -> float otherwise: round to nearest even, once.
+"""
+
+import numpy as np
+
+from .formats import finite_max, is_fp8
+
+__all__ = ["float_to_int", "float_to_float", "int_to_float"]
+
+
+def _integer_range(numpy_type):
+    info = np.iinfo(numpy_type)
+    return int(info.min), int(info.max)
+
+
+def float_to_int(data, target):
+    """``data`` (a float array) converted to the integer dtype ``target`` as the GPU's ``cvt.rzi``."""
+    target = np.dtype(target)
+    wide = np.asarray(data).astype(np.float64)
+    via = target
+    if target.itemsize == 1:  # through 16 bits, then the low byte
+        via = np.dtype(np.int16 if target.kind == "i" else np.uint16)
+    low, high = _integer_range(via)
+    truncated = np.trunc(wide)
+    nan = np.isnan(wide)
+    above = truncated >= float(high) + 1.0 if via.itemsize < 8 else truncated >= 2.0 ** (64 if via.kind == "u" else 63)
+    below = truncated < float(low)
+    inside = ~(nan | above | below)
+    result = np.zeros(wide.shape, dtype=via)
+    result[inside] = truncated[inside].astype(via)
+    result[above] = high
+    result[below] = low
+    if via == np.uint64:
+        result[nan] = np.uint64(1 << 63)
+    return result.astype(target) if via != target else result
+
+
+def _toward_zero(wide, rounded, target):
+    """``rounded`` (``wide`` rounded to nearest in ``target``) moved one step toward zero where
+    rounding went away from it: rounding toward zero."""
+    bits_type = np.dtype(f"uint{target.itemsize * 8}")
+    bits = rounded.view(bits_type).copy()
+    back = rounded.astype(np.float64)
+    away = np.isfinite(wide) & (np.abs(back) > np.abs(wide))
+    bits[away] -= np.array(1, dtype=bits_type)  # the magnitude's next value down (sign kept)
+    return bits.view(target)
+
+
+def float_to_float(data, target, toward_zero=False):
+    """``data`` (any float array) rounded to the float dtype ``target`` as the GPU converts."""
+    target = np.dtype(target)
+    wide = np.asarray(data).astype(np.float64)
+    if is_fp8(target):
+        largest = finite_max(target)
+        wide = np.where(np.isnan(wide), wide, np.clip(wide, -largest, largest))  # satfinite
+    if target.itemsize >= 4:
+        rounded = np.asarray(data).astype(target) if np.asarray(data).dtype.itemsize <= 8 else wide.astype(target)
+    else:
+        rounded = wide.astype(np.float32).astype(target) if np.asarray(data).dtype.itemsize <= 4 else \
+            wide.astype(target)
+    if toward_zero:
+        rounded = _toward_zero(wide, rounded, target)
+    return rounded
+
+
+def int_to_float(data, target):
+    """An integer array rounded to the float dtype ``target`` (round to nearest even, once)."""
+    target = np.dtype(target)
+    data = np.asarray(data)
+    if target.itemsize >= 4:
+        return data.astype(target)
+    return data.astype(np.float64).astype(target)

@@ -1,0 +1,89 @@
+"""bf16 and fp8 held as real NumPy floats (``ml_dtypes``), where Triton's interpreter holds their bits.
+
+The interpreter stores a bf16 block as ``uint16`` and an fp8 block as ``uint8``, then computes on
+those integers: ``x + y`` of two bf16 values adds their bit patterns. ``numpy_dtype`` is the
+interpreter's ``_get_np_dtype`` with those formats mapped to ``ml_dtypes`` types, whose arithmetic
+rounds each result to the format as a GPU does (fp32 computation, one rounding). Memory is
+unchanged: a value of either kind has the same bytes.
+
+fp8e4b15 has no ``ml_dtypes`` type; it stays as Triton keeps it (bits, converted by Triton's own code).
+"""
+
+import functools
+
+import numpy as np
+
+__all__ = ["ML_DTYPES", "low_precision_types", "numpy_dtype_function", "is_fp8", "finite_max", "missing_ml_dtypes"]
+
+#: Triton's format names and the ``ml_dtypes`` type of each.
+ML_DTYPES = {
+    "bf16": "bfloat16",
+    "fp8e4nv": "float8_e4m3fn",
+    "fp8e5": "float8_e5m2",
+    "fp8e4b8": "float8_e4m3fnuz",
+    "fp8e5b16": "float8_e5m2fnuz",
+}
+
+
+def missing_ml_dtypes(type_name):
+    """The error for a bf16 or fp8 block where ``ml_dtypes`` is not installed."""
+    from ..errors import MissingNumericsDependencyError
+
+    return MissingNumericsDependencyError(
+        f"kwshim: a {type_name} kernel needs the 'ml_dtypes' package on the CPU (without it Triton's "
+        "interpreter computes on the raw bits of bf16 and fp8 values and stores garbage); "
+        "pip install 'ml_dtypes>=0.5' (or 'kwshim[interpreter]')")
+
+
+@functools.lru_cache(maxsize=None)
+def low_precision_types(required=True) -> dict:
+    """``{Triton dtype: NumPy dtype}`` for every format of ``ML_DTYPES`` the installed Triton has;
+    empty where ``ml_dtypes`` is not installed and not ``required`` (else the error says so)."""
+    import triton.language as tl
+
+    try:
+        import ml_dtypes
+    except ImportError as error:
+        if not required:
+            return {}
+        raise missing_ml_dtypes("bf16 or fp8") from error
+    found = {}
+    for triton_name, numpy_name in ML_DTYPES.items():
+        triton_type = next((t for t in vars(tl).values() if isinstance(t, tl.dtype) and t.name == triton_name), None)
+        if triton_type is not None:
+            found[triton_type] = np.dtype(getattr(ml_dtypes, numpy_name))
+    return found
+
+
+def numpy_dtype_function(original):
+    """The interpreter's ``_get_np_dtype`` with bf16 and fp8 as ``ml_dtypes`` types."""
+    import triton.language as tl
+
+    table = {t.name: n for t, n in low_precision_types(required=False).items()}  # pointer types are unhashable
+    block_type = tl.block_type
+
+    def _get_np_dtype(tt_dtype):
+        name = getattr(tt_dtype.element_ty if isinstance(tt_dtype, block_type) else tt_dtype, "name", None)
+        found = table.get(name)
+        if found is None:
+            if not table and name in ML_DTYPES:
+                raise missing_ml_dtypes(name)
+            return original(tt_dtype)
+        return found
+
+    return _get_np_dtype
+
+
+def is_fp8(numpy_type) -> bool:
+    """Whether a NumPy dtype is one of ``ml_dtypes``' 8-bit floats."""
+    return numpy_type.itemsize == 1 and numpy_type.kind not in "biu"
+
+
+def finite_max(numpy_type) -> float:
+    """The largest finite value of a float dtype (``ml_dtypes`` or NumPy's own)."""
+    try:
+        import ml_dtypes
+
+        return float(ml_dtypes.finfo(numpy_type).max)
+    except (ImportError, ValueError):
+        return float(np.finfo(numpy_type).max)
