@@ -13,11 +13,11 @@ PYTEST_ARGS ?=
 
 venv: $(VENV)/.installed
 
-# kwshim with torch (the CPU build) and numpy: enough for the demo.
+# kwshim with torch (the CPU build), numpy and ml_dtypes (bf16/fp8 as floats): enough for the demo.
 $(VENV)/.base: setup.cfg setup.py pyproject.toml
-	@echo "== creating $(VENV): kwshim, torch 2.13.0 (CPU build), numpy<2 (about 700 MB)"
+	@echo "== creating $(VENV): kwshim, torch 2.13.0 (CPU build), numpy<2, ml_dtypes (about 700 MB)"
 	$(PYTHON) -m venv $(VENV)
-	$(PY) -m pip install --disable-pip-version-check --progress-bar off -e . torch==2.13.0 'numpy>=1.21,<2'
+	$(PY) -m pip install --disable-pip-version-check --progress-bar off -e . torch==2.13.0 'numpy>=1.21,<2' 'ml_dtypes>=0.5'
 	touch $@
 
 # The test toolchain on top (pytest, hypothesis, flake8, mypy, build, twine).

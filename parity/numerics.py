@@ -33,6 +33,26 @@ WIDTH = {"int8": 8, "int16": 16, "int32": 32, "int64": 64, "uint8": 8, "uint32":
 LAYOUT = {"fp8e5": (5, 2), "bf16": (8, 7), "fp16": (5, 10), "fp32": (8, 23), "fp64": (11, 52)}
 N = 256
 
+#: Cases where kwshim knowingly differs from the H200 on every release, and why.
+KNOWN_GAPS = {
+    **{f"cast {source}->uint8": "the H200's bytes for float -> uint8 are position-dependent even in range (bf16 "
+       "0.0078125 stores 0xff, fp64 1.0 stores 0x81); kwshim stores the value clamped to 16 bits, low byte"
+       for source in ("bf16", "fp16", "fp32", "fp64")},
+    **{f"div {t}": "the GPU's fp32 `/` is div.full.f32 (within 2 ulp); kwshim divides exactly (GPU arithmetic issue)"
+       for t in ("bf16", "fp16", "fp32")},
+    **{f"div {t}": "compiled Triton fails to lower the division of two fp8 values; the interpreter widens them to fp32"
+       for t in ("fp8e4nv", "fp8e5")},
+    "sum fp16 (random)": "the GPU sums fp16 in fp32, in a tree (GPU arithmetic issue): within 1 ulp",
+    "dot fp16": "fp32 accumulation in the GPU's order: within 1 ulp",
+    "dot fp32": "TF32 on the GPU by default (GPU arithmetic issue)",
+}
+#: Cases where an older release's own front end differs from 3.6's (compiled on that release does the same).
+RELEASE_GAPS = {
+    **{f"mul_point_one {t}": "on an older front end a float constant makes the product fp32 (3.6 rounds the constant first)"
+       for t in ("bf16", "fp16", "fp8e4nv", "fp8e5")},
+    "atomic_add bf16": "an older front end refuses bf16 atomic_add",
+}
+
 ELEMENTWISE_UNARY = ["neg", "abs", "add_one", "mul_point_one", "sub_from_zero"]
 ELEMENTWISE_BINARY = ["add", "sub", "mul", "div", "maximum", "minimum", "lt", "le", "eq", "ne", "where_lt"]
 INTEGER_BINARY = ["floordiv", "mod"]
@@ -148,8 +168,8 @@ def case_inputs(name, kind, params, types):
         return [[int(pool[i]) for i in rng.randint(0, len(pool), 64)]]
     if kind == "dot":
         rng = np.random.RandomState(seed)
-        return [_from_fp32(list(rng.randint(-3, 4, 256).astype(float) * 0.5), types[0]),
-                _from_fp32(list(rng.standard_normal(256)), types[1])]
+        return [_from_fp32(list(rng.randint(-3, 4, 1024).astype(float) * 0.5), types[0]),
+                _from_fp32(list(rng.standard_normal(1024)), types[1])]
     first = inputs(types[0], seed)
     if len(types) == 1:
         return [first]
@@ -190,6 +210,25 @@ def is_nan(bits, type_name):
     return not _is_finite(bits, type_name) and (bits & ((1 << mantissa) - 1)) != 0
 
 
+def decoded(bits, type_name):
+    """The value of each bit pattern of a float format (bf16/fp16/fp32/fp64), as Python floats."""
+    array = np.array(bits, dtype=np.uint64)
+    if type_name == "bf16":
+        return list((array << np.uint64(16)).astype(np.uint32).view(np.float32).astype(float))
+    view = {"fp16": (np.uint16, np.float16), "fp32": (np.uint32, np.float32), "fp64": (np.uint64, np.float64)}
+    unsigned, floating = view[type_name]
+    return list(array.astype(unsigned).view(floating).astype(float))
+
+
+def _undefined(name, inputs):
+    """Indices where compiled Triton's result is undefined (LLVM poison), so not compared: a
+    float converted to an unsigned integer type from a value at or below -1."""
+    source, _, target = name.partition(" ")[2].partition("->")
+    if not name.startswith("cast ") or not target.startswith("uint") or source not in LAYOUT:
+        return set()
+    return {i for i, v in enumerate(decoded(inputs[0], source)) if v <= -1.0}
+
+
 def result_type(case):
     name, kind, params, types, result = case
     return result or types[0]
@@ -220,7 +259,7 @@ def unary(x_ptr, out_ptr, N: tl.constexpr, IN: tl.constexpr, OUT: tl.constexpr, 
     if BOOL:
         tl.store(out_ptr + i, r.to(tl.uint8))
     else:
-        tl.store(out_ptr + i, r.to(OUT_BITS, bitcast=True))
+        tl.store(out_ptr + i, r.to(OUT).to(OUT_BITS, bitcast=True))
 
 @triton.jit
 def binary(x_ptr, y_ptr, out_ptr, N: tl.constexpr, IN: tl.constexpr, OUT: tl.constexpr, OUT_BITS: tl.constexpr,
@@ -257,10 +296,11 @@ def binary(x_ptr, y_ptr, out_ptr, N: tl.constexpr, IN: tl.constexpr, OUT: tl.con
     if BOOL:
         tl.store(out_ptr + i, r.to(tl.uint8))
     else:
-        tl.store(out_ptr + i, r.to(OUT_BITS, bitcast=True))
+        tl.store(out_ptr + i, r.to(OUT).to(OUT_BITS, bitcast=True))
 
 @triton.jit
-def reduce(x_ptr, out_ptr, N: tl.constexpr, IN: tl.constexpr, OUT_BITS: tl.constexpr, OP: tl.constexpr):
+def reduce(x_ptr, out_ptr, N: tl.constexpr, IN: tl.constexpr, OUT: tl.constexpr, OUT_BITS: tl.constexpr,
+           OP: tl.constexpr):
     x = tl.load(x_ptr + tl.arange(0, N)).to(IN, bitcast=True)
     if OP == "sum":
         r = tl.sum(x, axis=0)
@@ -272,21 +312,21 @@ def reduce(x_ptr, out_ptr, N: tl.constexpr, IN: tl.constexpr, OUT_BITS: tl.const
         r = tl.argmax(x, axis=0)
     else:
         r = tl.argmin(x, axis=0)
-    tl.store(out_ptr, r.to(OUT_BITS, bitcast=True))
+    tl.store(out_ptr, r.to(OUT).to(OUT_BITS, bitcast=True))
 
 @triton.jit
-def scan(x_ptr, out_ptr, N: tl.constexpr, IN: tl.constexpr, OUT_BITS: tl.constexpr):
+def scan(x_ptr, out_ptr, N: tl.constexpr, IN: tl.constexpr, OUT: tl.constexpr, OUT_BITS: tl.constexpr):
     i = tl.arange(0, N)
     x = tl.load(x_ptr + i).to(IN, bitcast=True)
-    tl.store(out_ptr + i, tl.cumsum(x, axis=0).to(OUT_BITS, bitcast=True))
+    tl.store(out_ptr + i, tl.cumsum(x, axis=0).to(OUT).to(OUT_BITS, bitcast=True))
 
 @triton.jit
 def dot(a_ptr, b_ptr, out_ptr, IN: tl.constexpr):
-    rows = tl.arange(0, 16)[:, None]
-    cols = tl.arange(0, 16)[None, :]
-    a = tl.load(a_ptr + rows * 16 + cols).to(IN, bitcast=True)
-    b = tl.load(b_ptr + rows * 16 + cols).to(IN, bitcast=True)
-    tl.store(out_ptr + rows * 16 + cols, tl.dot(a, b).to(tl.int32, bitcast=True))
+    rows = tl.arange(0, 32)[:, None]
+    cols = tl.arange(0, 32)[None, :]
+    a = tl.load(a_ptr + rows * 32 + cols).to(IN, bitcast=True)
+    b = tl.load(b_ptr + rows * 32 + cols).to(IN, bitcast=True)
+    tl.store(out_ptr + rows * 32 + cols, tl.dot(a, b).to(tl.int32, bitcast=True))
 
 @triton.jit
 def atomic(x_ptr, y_ptr, N: tl.constexpr, IN: tl.constexpr):
@@ -332,12 +372,13 @@ def run_case(case, bits, device, kernels):
                             OP=params["OP"], **extra)
     elif kind == "reduce":
         out = _tensor([0], storage(out_type), device)
-        kernels["reduce"][grid](ins[0], out, N=len(bits[0]), IN=ty[types[0]], OUT_BITS=out_bits, OP=params["OP"])
+        kernels["reduce"][grid](ins[0], out, N=len(bits[0]), IN=ty[types[0]], OUT=ty[out_type], OUT_BITS=out_bits,
+                                OP=params["OP"])
     elif kind == "scan":
         out = torch.zeros_like(ins[0])
-        kernels["scan"][grid](ins[0], out, N=len(bits[0]), IN=ty[types[0]], OUT_BITS=out_bits)
+        kernels["scan"][grid](ins[0], out, N=len(bits[0]), IN=ty[types[0]], OUT=ty[out_type], OUT_BITS=out_bits)
     elif kind == "dot":
-        out = torch.zeros(256, dtype=torch.int32, device=device)
+        out = torch.zeros(1024, dtype=torch.int32, device=device)
         kernels["dot"][grid](*ins, out, IN=ty[types[0]])
     else:  # atomic: x += y in place, each element its own address
         out = ins[0]
@@ -374,8 +415,9 @@ def differences(recorded, measured):
             if want.get("error") != got.get("error") and ("error" not in want or "error" not in got):
                 found[name] = (None, want.get("error", "values"), got.get("error", "values"))
             continue
+        undefined = _undefined(name, want["in"])
         for index, (a, b) in enumerate(zip(want["out"], got["out"])):
-            if a != b and not (is_nan(a, types[name]) and is_nan(b, types[name])):
+            if a != b and not (is_nan(a, types[name]) and is_nan(b, types[name])) and index not in undefined:
                 found[name] = (index, hex(a), hex(b))
                 break
     return found
@@ -383,10 +425,14 @@ def differences(recorded, measured):
 
 def main(argv):
     command, path = argv[0], argv[1]
-    if command == "record":
+    if command == "record":  # twice: a case whose two compiled runs differ is not deterministic there
         import torch
 
         results = run_all("cuda", cases())
+        again = run_all("cuda", cases())
+        for name, result in results.items():
+            if result.get("out") != again[name].get("out"):
+                result["nondeterministic"] = True
         with open(path, "w") as handle:
             json.dump({"device": torch.cuda.get_device_name(), "triton": triton.__version__, "results": results},
                       handle)

@@ -2,12 +2,14 @@
 
 NumPy's ``astype`` wraps an out-of-range float and turns NaN into INT_MIN; the GPU saturates:
 
-- float -> int: truncated toward zero, clamped to the target's range, NaN -> 0 (uint64: 2**63).
+- float -> int: truncated toward zero, clamped to the target's range. NaN -> 0, except to a 64-bit
+  target (2**63's bits) and from fp64 (the sign bit alone of the target's width).
   8-bit targets go through 16 bits: clamped to int16/uint16, then the low byte (fp32 1e5 -> int8 is -1).
   A negative value to an unsigned target is undefined (LLVM poison): the GPU's byte depends on the
   element's place; kwshim clamps it (0).
 - float -> fp8 (``satfinite``): out-of-range values and infinities become the largest finite value,
-  NaN stays NaN. ``fp_downcast_rounding="rtz"`` rounds toward zero.
+  NaN stays NaN. ``fp_downcast_rounding="rtz"`` rounds toward zero (an infinity stays infinite).
+- fp8e5 -> bf16 rebiases the exponent: an fp8e5 infinity or NaN becomes +-2**16 * (1 + m/4).
 - int -> float and float -> float otherwise: round to nearest even, once.
 """
 
@@ -26,7 +28,8 @@ def _integer_range(numpy_type):
 def float_to_int(data, target):
     """``data`` (a float array) converted to the integer dtype ``target`` as the GPU's ``cvt.rzi``."""
     target = np.dtype(target)
-    wide = np.asarray(data).astype(np.float64)
+    data = np.asarray(data)
+    wide = data.astype(np.float64)
     via = target
     if target.itemsize == 1:  # through 16 bits, then the low byte
         via = np.dtype(np.int16 if target.kind == "i" else np.uint16)
@@ -40,8 +43,8 @@ def float_to_int(data, target):
     result[inside] = truncated[inside].astype(via)
     result[above] = high
     result[below] = low
-    if via == np.uint64:
-        result[nan] = np.uint64(1 << 63)
+    if via.itemsize == 8 or data.dtype == np.float64:  # NaN: the sign bit alone
+        result[nan] = np.array(1 << (via.itemsize * 8 - 1), dtype=np.uint64).astype(via)
     return result.astype(target) if via != target else result
 
 
@@ -56,18 +59,24 @@ def _toward_zero(wide, rounded, target):
     return bits.view(target)
 
 
-def float_to_float(data, target, toward_zero=False):
-    """``data`` (any float array) rounded to the float dtype ``target`` as the GPU converts."""
+def float_to_float(data, target, toward_zero=False, rebias_fp8e5=False):
+    """``data`` (any float array) rounded to the float dtype ``target`` as the GPU converts;
+    ``rebias_fp8e5``: ``data`` is fp8e5 and ``target`` bf16 (the GPU's exponent rebias)."""
     target = np.dtype(target)
     wide = np.asarray(data).astype(np.float64)
-    if is_fp8(target):
+    if rebias_fp8e5:
+        bits = np.asarray(data).view(np.uint8)
+        special = (bits & 0x7C) == 0x7C
+        rebiased = np.where(bits & 0x80, -1.0, 1.0) * 2.0 ** 16 * (1 + (bits & 3) / 4)
+        wide = np.where(special, rebiased, wide)
+        data = wide
+    if is_fp8(target) and not toward_zero:
         largest = finite_max(target)
         wide = np.where(np.isnan(wide), wide, np.clip(wide, -largest, largest))  # satfinite
-    if target.itemsize >= 4:
-        rounded = np.asarray(data).astype(target) if np.asarray(data).dtype.itemsize <= 8 else wide.astype(target)
-    else:
-        rounded = wide.astype(np.float32).astype(target) if np.asarray(data).dtype.itemsize <= 4 else \
-            wide.astype(target)
+    if target.itemsize >= 4 or np.asarray(data).dtype.itemsize > 4:
+        rounded = wide.astype(target)
+    else:  # from at most fp32: exact in fp32, rounded once
+        rounded = wide.astype(np.float32).astype(target)
     if toward_zero:
         rounded = _toward_zero(wide, rounded, target)
     return rounded

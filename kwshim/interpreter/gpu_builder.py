@@ -69,7 +69,8 @@ def gpu_builder_class(base):
         if (source in low_precision or source.is_floating()) and (target in low_precision or target.is_floating()) \
                 and not (source.is_fp8e4b15() or target.is_fp8e4b15()):
             _check_conversion(source, target, toward_zero)
-            data = conversions.float_to_float(src.data, np_dtype(target), toward_zero)
+            data = conversions.float_to_float(src.data, np_dtype(target), toward_zero,
+                                              rebias_fp8e5=source.is_fp8e5() and target.is_bf16())
         elif source.is_floating() and target.is_int() and not target.is_bool():
             data = conversions.float_to_int(src.data, np_dtype(target))
         elif source.is_int() and target.is_floating() and not target.is_fp8e4b15():
@@ -102,15 +103,15 @@ def gpu_builder_class(base):
 
         def create_idiv(self, lhs, rhs):
             with np.errstate(divide="ignore", invalid="ignore"):
-                return _all_ones_where_zero(base.create_idiv(self, lhs, rhs), rhs)
+                return _all_ones_where_zero(base.create_idiv(self, lhs, rhs), lhs, rhs)
 
         def create_srem(self, lhs, rhs):
             with np.errstate(divide="ignore", invalid="ignore"):
-                return _all_ones_where_zero(base.create_srem(self, lhs, rhs), rhs)
+                return _all_ones_where_zero(base.create_srem(self, lhs, rhs), lhs, rhs)
 
         def create_urem(self, lhs, rhs):
             with np.errstate(divide="ignore", invalid="ignore"):
-                return _all_ones_where_zero(base.create_urem(self, lhs, rhs), rhs)
+                return _all_ones_where_zero(base.create_urem(self, lhs, rhs), lhs, rhs)
 
         def create_dot(self, a, b, d, *args):
             if a.data.dtype in _LOW or b.data.dtype in _LOW:
@@ -118,26 +119,63 @@ def gpu_builder_class(base):
                 return TensorHandle((wide + d.data).astype(d.data.dtype), d.dtype.scalar)
             return base.create_dot(self, a, b, d, *args)
 
+        def create_masked_load(self, ptrs, mask, other, *args):
+            element = ptrs.get_element_ty()
+            numpy_type = np_dtype(element)
+            if numpy_type not in _LOW:
+                return base.create_masked_load(self, ptrs, mask, other, *args)
+            bits = _bits_type(numpy_type)  # the native load takes NumPy's own types
+            fill = np.zeros(ptrs.data.shape, dtype=bits) if other is None else \
+                np.broadcast_to(other.data.astype(numpy_type).view(bits), ptrs.data.shape)
+            loaded = interpreter._interpreter.load(ptrs.data, mask.data, np.ascontiguousarray(fill), bits)
+            return TensorHandle(loaded.view(numpy_type), element)
+
+        def create_masked_store(self, ptrs, value, mask, *args):
+            if value.data.dtype in _LOW:
+                value = TensorHandle(np.ascontiguousarray(value.data).view(_bits_type(value.data.dtype)), value.dtype)
+            return base.create_masked_store(self, ptrs, value, mask, *args)
+
+        def create_maxnumf(self, lhs, rhs):  # tl.maximum (propagate_nan NONE): the non-NaN operand
+            return self.binary_op(lhs, rhs, np.fmax)
+
+        def create_minnumf(self, lhs, rhs):
+            return self.binary_op(lhs, rhs, np.fmin)
+
         def create_atomic_rmw(self, rmwOp, ptr, val, mask, sem, scope):
-            if val.data.dtype not in _LOW:
+            if val.data.dtype not in _LOW and not (rmwOp == fadd and val.data.dtype == np.float16):
                 return base.create_atomic_rmw(self, rmwOp, ptr, val, mask, sem, scope)
             if rmwOp != fadd or is_fp8(val.data.dtype):
-                _refuse(f"this atomic operation on {_name(val.dtype.scalar)} values", "only bf16 atomic_add is")
+                _refuse(f"this atomic operation on {_name(val.dtype.scalar)} values", "only bf16 and fp16 atomic_add are")
             return TensorHandle(_atomic_add(interpreter._interpreter, ptr.data, val.data, mask.data),
                                 val.dtype.scalar)
 
-    def _all_ones_where_zero(result, divisor):
+    def _all_ones_where_zero(result, dividend, divisor):
+        """All ones where ``divisor`` is 0. A 64-bit division whose operands both fit in 32 bits
+        takes the GPU's 32-bit path: all ones of 32 bits (0x00000000ffffffff)."""
         zero = np.broadcast_to(divisor.data == 0, result.data.shape)
-        if zero.any():
-            data = np.array(result.data, copy=True)
-            data[zero] = np.array(-1).astype(data.dtype) if data.dtype.kind == "i" else np.iinfo(data.dtype).max
-            return TensorHandle(data, result.dtype)
-        return result
+        if not zero.any():
+            return result
+        data = np.array(result.data, copy=True)
+        ones = np.full(data.shape, -1).astype(data.dtype)
+        if data.dtype.itemsize == 8:
+            narrow = np.broadcast_to((dividend.data.view(np.uint64) >> np.uint64(32)) == 0, data.shape)
+            ones[narrow] = np.array(0xFFFFFFFF).astype(data.dtype)
+        data[zero] = ones[zero]
+        return TensorHandle(data, result.dtype)
 
-    _LOW = {np_dtype(t) for t in low_precision}
+    if not hasattr(base, "get_bf16"):  # a bf16 constant, rounded to bf16 first as compiled rounds it
+        def get_bf16(self, value):
+            return self.create_fp_trunc(self.get_fp32(value), tl.bfloat16)
+
+        GPUBuilder.get_bf16 = get_bf16
+    _LOW = set(low_precision_types(required=False).values())
     GPUBuilder.__name__ = GPUBuilder.__qualname__ = base.__name__
     GPUBuilder.__module__ = __name__
     return GPUBuilder
+
+
+def _bits_type(numpy_type):
+    return np.dtype(f"uint{numpy_type.itemsize * 8}")
 
 
 def _atomic_add(native, pointers, values, mask):
@@ -146,13 +184,14 @@ def _atomic_add(native, pointers, values, mask):
     pointers = pointers.reshape(-1)
     values = np.broadcast_to(values, pointers.shape).reshape(-1)
     mask = np.broadcast_to(mask, pointers.shape).reshape(-1)
+    bits = _bits_type(values.dtype)  # the native load and store take NumPy's own types
     before = np.zeros(pointers.shape, dtype=values.dtype)
-    one, nothing = np.ones(1, dtype=bool), np.zeros(1, dtype=values.dtype)
+    one, nothing = np.ones(1, dtype=bool), np.zeros(1, dtype=bits)
     for index in np.flatnonzero(mask):
         address = pointers[index:index + 1]
-        current = native.load(address, one, nothing, values.dtype)
+        current = native.load(address, one, nothing, bits).view(values.dtype)
         before[index] = current[0]
-        native.store(address, (current + values[index:index + 1]).astype(values.dtype), one)
+        native.store(address, (current + values[index:index + 1]).astype(values.dtype).view(bits), one)
     return before
 
 

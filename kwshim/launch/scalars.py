@@ -1,7 +1,8 @@
 """Scalar launch arguments typed as compiled Triton types them.
 
-Compiled Triton hands a kernel a Python ``float`` as an fp32 scalar (or the parameter's annotated
-type, ``val: tl.float16``), a ``bool`` as i1, and an ``int`` equal to 1 as the constant 1 (unless
+Compiled Triton hands a kernel a Python or NumPy ``float`` as an fp32 scalar (or the parameter's
+annotated type, ``val: tl.float16``), a ``bool`` as i1, an ``int`` as i32, i64 (from 2**31 on) or
+u64, or as the annotated type (``n: tl.int64``), and an ``int`` equal to 1 as the constant 1 (unless
 the parameter is in ``do_not_specialize``). The interpreter hands floats over as bare Python
 floats (so ``eps.to(tl.float32)`` fails, and ``fp16_x * eps`` silently computes in fp16), and on
 some releases bools as i32. The launch paths (``kernel.py``) pass the bound positional values
@@ -48,27 +49,39 @@ def _converts(implicit_cvt, value, dtype) -> bool:
 
 
 def _scalar(value, dtype):
-    """The interpreter's scalar tensor of ``dtype`` holding ``value``, rounded as compiled rounds."""
+    """The interpreter's scalar tensor of ``dtype`` holding ``value``, rounded (floats) or wrapped
+    (integers) as compiled Triton passes it."""
     import numpy as np
     import triton.language as tl
 
     interpreter = _interpreter()[0]
-    if dtype == tl.bfloat16:  # the interpreter keeps bf16 as its bits, in uint16
-        import torch
+    if dtype == tl.bfloat16:
+        from ..interpreter.formats import low_precision_types
 
-        data = torch.tensor([value], dtype=torch.bfloat16).view(torch.int16).numpy().view(np.uint16)
+        numpy_type = low_precision_types(required=False).get(tl.bfloat16)
+        if numpy_type is not None:  # held as an ml_dtypes float while kwshim computes as the GPU
+            data = np.array([value], dtype=np.float32).astype(numpy_type)
+        else:  # the bare interpreter keeps bf16 as its bits, in uint16
+            import torch
+
+            data = torch.tensor([value], dtype=torch.bfloat16).view(torch.int16).numpy().view(np.uint16)
+    elif dtype.is_int() and not dtype.is_bool():
+        numpy_type = np.dtype(f"{'u' if dtype.is_int_unsigned() else ''}int{dtype.int_bitwidth}")
+        data = np.array([int(value) & ((1 << dtype.int_bitwidth) - 1)], dtype=np.uint64).astype(numpy_type)
     else:
         numpy_type = {tl.float16: np.float16, tl.float32: np.float32, tl.float64: np.float64, tl.int1: np.bool_}
         data = np.array([value], dtype=numpy_type[dtype])
     return tl.tensor(interpreter.TensorHandle(data, dtype), dtype)
 
 
-_FLOAT_NAMES = {"float16": "float16", "fp16": "float16", "bfloat16": "bfloat16", "bf16": "bfloat16",
-                "float32": "float32", "fp32": "float32", "float64": "float64", "fp64": "float64"}
+_TYPE_NAMES = {"float16": "float16", "fp16": "float16", "bfloat16": "bfloat16", "bf16": "bfloat16",
+               "float32": "float32", "fp32": "float32", "float64": "float64", "fp64": "float64",
+               "bool": "int1", "i1": "int1", "int1": "int1", **{f"{p}{w}": f"{'u' if p[0] == 'u' else ''}int{w}"
+                                                             for p in ("i", "int", "u", "uint") for w in (8, 16, 32, 64)}}
 
 
 def _annotation_kind(annotation) -> Tuple[bool, Optional[Any], bool]:
-    """(constexpr, the float dtype it names or None, annotated at all) for a parameter annotation."""
+    """(constexpr, the dtype it names or None, annotated at all) for a parameter annotation."""
     import inspect
 
     import triton.language as tl
@@ -78,10 +91,12 @@ def _annotation_kind(annotation) -> Tuple[bool, Optional[Any], bool]:
     if annotation is tl.constexpr or "constexpr" in str(annotation):
         return True, None, True
     if isinstance(annotation, tl.dtype):
-        return False, (annotation if annotation.is_floating() else None), True
+        return False, (None if isinstance(annotation, tl.pointer_type) else annotation), True
+    if annotation is bool:
+        return False, tl.int1, True
     name = str(annotation).strip().rsplit(".", 1)[-1]
-    float_name = _FLOAT_NAMES.get(name)
-    return False, (getattr(tl, float_name) if float_name else None), True
+    type_name = _TYPE_NAMES.get(name)
+    return False, (getattr(tl, type_name) if type_name else None), True
 
 
 def _not_specialised(kernel, names) -> set:
@@ -95,35 +110,54 @@ class ScalarTyping:
     """For one kernel: which positions take runtime scalars, and how compiled Triton types them."""
 
     def __init__(self, slots: List[Tuple[int, Any, bool]], floats: bool, bools: bool):
-        #: (position, the annotated float dtype or None, whether an int 1 is specialised)
+        #: (position, the annotated dtype or None, whether an int 1 is specialised)
         self.slots = slots
         self.floats, self.bools = floats, bools
 
     def convert(self, args: Sequence[Any]) -> Sequence[Any]:
         converted: Optional[List[Any]] = None
-        for position, float_dtype, specialise_one in self.slots:
+        for position, dtype, specialise_one in self.slots:
             if position >= len(args):
                 break
             value = args[position]
             kind = type(value)
-            if kind is float and not self.floats:
+            if kind is float or (kind.__module__ == "numpy" and kind.__name__ in _NUMPY_FLOATS):
+                if kind is float and self.floats and dtype is None:
+                    continue
+                if kind.__name__ != "float64" and kind is not float:  # compiled: not a float subclass
+                    from ..errors import LaunchArgumentError
+
+                    raise LaunchArgumentError(f"failed to specialize argument of type: numpy.{kind.__name__} "
+                                              f"(kwshim: compiled Triton refuses it; pass float(value))")
                 import triton.language as tl
 
-                new = _scalar(value, float_dtype or tl.float32)
-            elif kind is bool and not self.bools:
+                new = _scalar(float(value), dtype if dtype is not None and dtype.is_floating() else tl.float32)
+            elif kind is bool and not (self.bools and dtype is None):
                 import triton.language as tl
 
                 new = _scalar(value, tl.int1)
-            elif kind is int and value == 1 and specialise_one:
-                import triton.language as tl
+            elif kind is int:
+                if dtype is not None and dtype.is_int() and not dtype.is_bool():
+                    new = _scalar(value, dtype)  # ``n: tl.int64`` receives an int64, as compiled
+                elif value == 1 and specialise_one:
+                    import triton.language as tl
 
-                new = tl.constexpr(1)
+                    new = tl.constexpr(1)
+                elif 2 ** 31 <= value < 2 ** 32:  # compiled Triton types it i64; the interpreter u32
+                    import triton.language as tl
+
+                    new = _scalar(value, tl.int64)
+                else:
+                    continue
             else:
                 continue
             if converted is None:
                 converted = list(args)
             converted[position] = new
         return args if converted is None else converted
+
+
+_NUMPY_FLOATS = frozenset({"float64", "float32", "float16"})
 
 
 def converter(kernel) -> Optional[Callable[[Sequence[Any]], Sequence[Any]]]:
@@ -138,10 +172,10 @@ def converter(kernel) -> Optional[Callable[[Sequence[Any]], Sequence[Any]]]:
     fixed = _not_specialised(kernel, names)
     slots = []
     for position, parameter in enumerate(parameters):
-        constexpr, float_dtype, annotated = _annotation_kind(parameter.annotation)
+        constexpr, dtype, annotated = _annotation_kind(parameter.annotation)
         if constexpr or parameter.kind in (parameter.VAR_POSITIONAL, parameter.VAR_KEYWORD):
             continue
-        slots.append((position, float_dtype, specialises and not annotated and parameter.name not in fixed))
+        slots.append((position, dtype, specialises and not annotated and parameter.name not in fixed))
     if not slots:
         return None
     return ScalarTyping(slots, floats, bools).convert

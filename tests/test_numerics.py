@@ -1,0 +1,213 @@
+"""bf16 and fp8 as a GPU stores and computes them, conversions that saturate as the GPU's do, and
+scalars typed as compiled (``interpreter/formats``, ``conversions``, ``gpu_builder``, ``launch/scalars``).
+
+The table test replays every case of ``parity/numerics_h200.json`` (recorded compiled on an H200)
+on the CPU and compares what the kernels stored, bit for bit."""
+
+import json
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+import torch
+import triton
+import triton.language as tl
+
+import kwshim
+from kwshim import kwsafe
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+TABLE = os.path.join(ROOT, "parity", "numerics_h200.json")
+
+
+def _gpu_arithmetic_available():
+    from kwshim.interpreter.gpu_builder import entries
+
+    return bool(entries())
+
+
+needs_gpu_arithmetic = pytest.mark.skipif(
+    not _gpu_arithmetic_available(), reason="this release's interpreter has no bf16 at all (2.x: KeyError)")
+
+
+@needs_gpu_arithmetic
+def test_every_case_of_the_h200_table_matches_bit_for_bit_but_the_known_gaps():
+    from parity import numerics
+
+    with open(TABLE) as handle:
+        recorded = json.load(handle)["results"]
+    with kwshim.activate():
+        measured = numerics.run_all("cpu", numerics.cases(), lambda name: recorded[name]["in"])
+    found = numerics.differences(recorded, measured)
+    same_release = triton.__version__.startswith("3.6.")
+    allowed = {**numerics.KNOWN_GAPS, **({} if same_release else numerics.RELEASE_GAPS)}
+    unexpected = {name: found[name] for name in found if name not in allowed}
+    assert not unexpected, unexpected
+    assert len(recorded) - len(found) >= 320  # the table's size: most cases are compared, not excused
+
+
+@kwsafe
+@triton.jit
+def add_kernel(x_ptr, y_ptr, out_ptr, N: tl.constexpr):
+    i = tl.arange(0, N)
+    tl.store(out_ptr + i, tl.load(x_ptr + i) + tl.load(y_ptr + i))
+
+
+@needs_gpu_arithmetic
+def test_bf16_add_under_kwsafe_alone_stores_what_torch_computes_and_triton_is_restored():
+    from triton.runtime import interpreter
+
+    builder_class, np_dtype = type(interpreter.interpreter_builder), interpreter._get_np_dtype
+    generator = torch.Generator().manual_seed(0)
+    x = torch.randn(256, generator=generator).to(torch.bfloat16)
+    y = torch.randn(256, generator=generator).to(torch.bfloat16)
+    out = torch.empty_like(x)
+    add_kernel[(1,)](x, y, out, N=256)
+    assert torch.equal(out.view(torch.int16), (x + y).view(torch.int16))
+    assert type(interpreter.interpreter_builder) is builder_class and interpreter._get_np_dtype is np_dtype
+
+
+@triton.jit
+def cast_kernel(x_ptr, out_ptr, N: tl.constexpr):
+    i = tl.arange(0, N)
+    tl.store(out_ptr + i, tl.load(x_ptr + i).to(out_ptr.dtype.element_ty))
+
+
+@needs_gpu_arithmetic
+@pytest.mark.parametrize("target, expected", [
+    (torch.int32, [2147483647, 2147483647, 0, -2147483648, -1, 0, 1, 2]),
+    (torch.int8, [-1, -1, 0, 0, -1, 0, 1, 2]),
+    (torch.int64, [9223372036854775807, 3000000000, -9223372036854775808, -9223372036854775808, -1, 0, 1, 2]),
+])
+def test_float_to_int_saturates_and_maps_nan_as_the_gpu(target, expected):
+    x = torch.tensor([float("inf"), 3e9, float("nan"), -float("inf"), -1.0, 0.5, 1.5, 2.5])
+    out = torch.zeros(8, dtype=target)
+    with kwshim.activate():
+        cast_kernel[(1,)](x, out, N=8)
+    assert out.tolist() == expected
+
+
+@needs_gpu_arithmetic
+def test_fp8_patterns_decode_and_encode_as_the_gpu():
+    codes = torch.arange(256, dtype=torch.int16).to(torch.uint8)
+    decoded = torch.zeros(256)
+    with kwshim.activate():
+        cast_kernel[(1,)](codes.view(torch.float8_e4m3fn), decoded, N=256)
+    assert np.isnan(decoded[0x7F].item()) and np.isnan(decoded[0xFF].item())  # the interpreter alone: 480.0
+    assert decoded[0x7E].item() == 448.0
+    encoded = torch.zeros(2, dtype=torch.float8_e5m2)
+    with kwshim.activate():
+        cast_kernel[(1,)](torch.tensor([float("inf"), 65504.0]), encoded, N=2)  # fp32 -> fp8e5
+    assert encoded.view(torch.uint8).tolist() == [0x7B, 0x7B]  # satfinite: 57344, not inf
+
+
+@triton.jit
+def negate_and_divide(x_ptr, n_ptr, d_ptr, neg_ptr, quotient_ptr, remainder_ptr):
+    i = tl.arange(0, 2)
+    tl.store(neg_ptr + i, -tl.load(x_ptr + i))
+    n, d = tl.load(n_ptr + i), tl.load(d_ptr + i)
+    tl.store(quotient_ptr + i, n // d)
+    tl.store(remainder_ptr + i, n % d)
+
+
+@needs_gpu_arithmetic
+def test_negation_is_zero_minus_x_and_integer_division_by_zero_is_all_ones():
+    x = torch.tensor([0.0, 2.0])
+    n, d = torch.tensor([7, 7], dtype=torch.int32), torch.tensor([0, 2], dtype=torch.int32)
+    neg, quotient, remainder = torch.zeros(2), torch.zeros(2, dtype=torch.int32), torch.zeros(2, dtype=torch.int32)
+    with kwshim.activate():
+        negate_and_divide[(1,)](x, n, d, neg, quotient, remainder)
+    assert neg.view(torch.int32).tolist()[0] == 0  # +0.0, not -0.0
+    assert quotient.tolist() == [-1, 3] and remainder.tolist() == [-1, 1]
+
+
+@triton.jit
+def fp8_add(x_ptr, out_ptr):
+    i = tl.arange(0, 4)
+    x = tl.load(x_ptr + i)
+    tl.store(out_ptr + i, x + x)
+
+
+@needs_gpu_arithmetic
+def test_fp8_arithmetic_fails_as_compiled_triton_fails_for_the_gpu():
+    x = torch.ones(4, dtype=torch.float8_e4m3fn)
+    refused = "kwshim: compiled Triton cannot lower add on fp8e4nv|unexpected type fp8e4nv"  # 3.0: its front end
+    with kwshim.activate(), pytest.raises(Exception, match=refused):
+        fp8_add[(1,)](x, torch.empty_like(x))
+
+
+@triton.jit
+def accumulate(acc_ptr, x_ptr):
+    i = tl.arange(0, 4)
+    tl.atomic_add(acc_ptr + i, tl.load(x_ptr + i))
+
+
+@needs_gpu_arithmetic
+def test_bf16_atomic_add_adds():
+    acc, x = torch.tensor([1.0, 2.0, 3.0, 4.0], dtype=torch.bfloat16), torch.full((4,), 0.5, dtype=torch.bfloat16)
+    with kwshim.activate():
+        try:
+            accumulate[(1,)](acc, x)
+        except Exception as error:
+            if "does not support bf16" in str(error):
+                pytest.skip("this release's front end refuses bf16 atomic_add (compiled too)")
+            raise
+    assert acc.tolist() == [1.5, 2.5, 3.5, 4.5]
+
+
+def test_without_ml_dtypes_a_bf16_kernel_fails_naming_kwshim_and_an_fp32_one_runs():
+    code = f"""
+import sys
+sys.modules["ml_dtypes"] = None
+sys.path.insert(0, {ROOT!r})
+from tests.test_numerics import add_kernel, _gpu_arithmetic_available
+import torch
+if not _gpu_arithmetic_available():
+    print("skip"); sys.exit(0)
+out = torch.empty(4)
+add_kernel[(1,)](torch.ones(4), torch.ones(4), out, N=4)
+assert out.tolist() == [2.0] * 4
+try:
+    add_kernel[(1,)](torch.ones(4, dtype=torch.bfloat16), torch.ones(4, dtype=torch.bfloat16),
+                     torch.empty(4, dtype=torch.bfloat16), N=4)
+except Exception as error:
+    print(type(error).__name__, error)
+"""
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    if done.stdout.strip() != "skip":
+        assert "kwshim: a bf16 kernel needs the 'ml_dtypes' package" in done.stdout, done.stdout
+
+
+@kwsafe
+@triton.jit
+def doubled_as_int64(out_ptr, n):
+    tl.store(out_ptr, (n + n).to(tl.int64))
+
+
+@kwsafe
+@triton.jit
+def annotated_int64(out_ptr, n: tl.int64, m):
+    tl.store(out_ptr, n * m)
+
+
+@kwsafe
+@triton.jit
+def times_scalar(x_ptr, out_ptr, eps):
+    tl.store(out_ptr, tl.load(x_ptr) * eps)
+
+
+@needs_gpu_arithmetic  # 2.x: an fp16 * fp32 product fails in the front end, bare
+def test_scalars_are_typed_as_compiled():
+    out = torch.zeros(1, dtype=torch.int64)
+    doubled_as_int64[(1,)](out, 3_000_000_000)
+    assert out.item() == 6_000_000_000  # the interpreter alone: u32, wraps to 1705032704
+    annotated_int64[(1,)](out, 5, 1_000_000_000)
+    assert out.item() == 5_000_000_000  # the interpreter alone: 705032704
+    x, result = torch.ones(1, dtype=torch.float16), torch.zeros(1)
+    times_scalar[(1,)](x, result, np.float64(1.0001))
+    assert result.item() == pytest.approx(1.0001, abs=1e-7)  # fp32 math, not fp16 (which gives 1.0)
+    with pytest.raises(TypeError, match="failed to specialize argument of type: numpy.float32"):
+        times_scalar[(1,)](x, result, np.float32(1.0001))
