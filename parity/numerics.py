@@ -48,7 +48,8 @@ KNOWN_GAPS = {
 }
 #: Cases where an older release's own front end differs from 3.6's (compiled on that release does the same).
 RELEASE_GAPS = {
-    **{f"mul_point_one {t}": "on an older front end a float constant makes the product fp32 (3.6 rounds the constant first)"
+    **{f"mul_point_one {t}": "on an older front end a float constant makes the product fp32 "
+       "(3.6 rounds the constant first)"
        for t in ("bf16", "fp16", "fp8e4nv", "fp8e5")},
     "atomic_add bf16": "an older front end refuses bf16 atomic_add",
 }
@@ -190,7 +191,8 @@ def _from_fp32(values, type_name):
 
     torch_type = {"bf16": torch.bfloat16, "fp16": torch.float16, "fp8e4nv": torch.float8_e4m3fn,
                   "fp8e5": torch.float8_e5m2}[type_name]
-    signed = torch.tensor(values, dtype=torch.float32).to(torch_type).view({8: torch.int8, 16: torch.int16}[WIDTH[type_name]])
+    signed_type = {8: torch.int8, 16: torch.int16}[WIDTH[type_name]]
+    signed = torch.tensor(values, dtype=torch.float32).to(torch_type).view(signed_type)
     return [int(b) & ((1 << WIDTH[type_name]) - 1) for b in signed.tolist()]
 
 
@@ -236,7 +238,6 @@ def result_type(case):
 
 # -- kernels: compiled from this file's source, interpreted under the switch ------------------------
 
-
 @triton.jit
 def unary(x_ptr, out_ptr, N: tl.constexpr, IN: tl.constexpr, OUT: tl.constexpr, OUT_BITS: tl.constexpr,
           BOOL: tl.constexpr, OP: tl.constexpr):
@@ -260,6 +261,7 @@ def unary(x_ptr, out_ptr, N: tl.constexpr, IN: tl.constexpr, OUT: tl.constexpr, 
         tl.store(out_ptr + i, r.to(tl.uint8))
     else:
         tl.store(out_ptr + i, r.to(OUT).to(OUT_BITS, bitcast=True))
+
 
 @triton.jit
 def binary(x_ptr, y_ptr, out_ptr, N: tl.constexpr, IN: tl.constexpr, OUT: tl.constexpr, OUT_BITS: tl.constexpr,
@@ -298,6 +300,7 @@ def binary(x_ptr, y_ptr, out_ptr, N: tl.constexpr, IN: tl.constexpr, OUT: tl.con
     else:
         tl.store(out_ptr + i, r.to(OUT).to(OUT_BITS, bitcast=True))
 
+
 @triton.jit
 def reduce(x_ptr, out_ptr, N: tl.constexpr, IN: tl.constexpr, OUT: tl.constexpr, OUT_BITS: tl.constexpr,
            OP: tl.constexpr):
@@ -314,11 +317,13 @@ def reduce(x_ptr, out_ptr, N: tl.constexpr, IN: tl.constexpr, OUT: tl.constexpr,
         r = tl.argmin(x, axis=0)
     tl.store(out_ptr, r.to(OUT).to(OUT_BITS, bitcast=True))
 
+
 @triton.jit
 def scan(x_ptr, out_ptr, N: tl.constexpr, IN: tl.constexpr, OUT: tl.constexpr, OUT_BITS: tl.constexpr):
     i = tl.arange(0, N)
     x = tl.load(x_ptr + i).to(IN, bitcast=True)
     tl.store(out_ptr + i, tl.cumsum(x, axis=0).to(OUT).to(OUT_BITS, bitcast=True))
+
 
 @triton.jit
 def dot(a_ptr, b_ptr, out_ptr, IN: tl.constexpr):
@@ -328,11 +333,13 @@ def dot(a_ptr, b_ptr, out_ptr, IN: tl.constexpr):
     b = tl.load(b_ptr + rows * 32 + cols).to(IN, bitcast=True)
     tl.store(out_ptr + rows * 32 + cols, tl.dot(a, b).to(tl.int32, bitcast=True))
 
+
 @triton.jit
 def atomic(x_ptr, y_ptr, N: tl.constexpr, IN: tl.constexpr):
     i = tl.arange(0, N)
     y = tl.load(y_ptr + i).to(IN, bitcast=True)
     tl.atomic_add(x_ptr + i, y)  # x_ptr points at IN itself
+
 
 KERNELS = {"unary": unary, "binary": binary, "reduce": reduce, "scan": scan, "dot": dot, "atomic": atomic}
 

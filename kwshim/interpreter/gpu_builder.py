@@ -113,27 +113,27 @@ def gpu_builder_class(base):
             with np.errstate(divide="ignore", invalid="ignore"):
                 return _all_ones_where_zero(base.create_urem(self, lhs, rhs), lhs, rhs)
 
-        def create_dot(self, a, b, d, *args):
+        def create_dot(self, a, b, d, *args, **kwargs):
             if a.data.dtype in _LOW or b.data.dtype in _LOW:
                 wide = np.matmul(a.data.astype(np.float32), b.data.astype(np.float32))
                 return TensorHandle((wide + d.data).astype(d.data.dtype), d.dtype.scalar)
-            return base.create_dot(self, a, b, d, *args)
+            return base.create_dot(self, a, b, d, *args, **kwargs)
 
-        def create_masked_load(self, ptrs, mask, other, *args):
+        def create_masked_load(self, ptrs, mask, other, *args, **kwargs):
             element = ptrs.get_element_ty()
             numpy_type = np_dtype(element)
             if numpy_type not in _LOW:
-                return base.create_masked_load(self, ptrs, mask, other, *args)
+                return base.create_masked_load(self, ptrs, mask, other, *args, **kwargs)
             bits = _bits_type(numpy_type)  # the native load takes NumPy's own types
             fill = np.zeros(ptrs.data.shape, dtype=bits) if other is None else \
                 np.broadcast_to(other.data.astype(numpy_type).view(bits), ptrs.data.shape)
             loaded = interpreter._interpreter.load(ptrs.data, mask.data, np.ascontiguousarray(fill), bits)
             return TensorHandle(loaded.view(numpy_type), element)
 
-        def create_masked_store(self, ptrs, value, mask, *args):
+        def create_masked_store(self, ptrs, value, mask, *args, **kwargs):
             if value.data.dtype in _LOW:
                 value = TensorHandle(np.ascontiguousarray(value.data).view(_bits_type(value.data.dtype)), value.dtype)
-            return base.create_masked_store(self, ptrs, value, mask, *args)
+            return base.create_masked_store(self, ptrs, value, mask, *args, **kwargs)
 
         def create_maxnumf(self, lhs, rhs):  # tl.maximum (propagate_nan NONE): the non-NaN operand
             return self.binary_op(lhs, rhs, np.fmax)
@@ -145,7 +145,8 @@ def gpu_builder_class(base):
             if val.data.dtype not in _LOW and not (rmwOp == fadd and val.data.dtype == np.float16):
                 return base.create_atomic_rmw(self, rmwOp, ptr, val, mask, sem, scope)
             if rmwOp != fadd or is_fp8(val.data.dtype):
-                _refuse(f"this atomic operation on {_name(val.dtype.scalar)} values", "only bf16 and fp16 atomic_add are")
+                _refuse(f"this atomic operation on {_name(val.dtype.scalar)} values",
+                        "only bf16 and fp16 atomic_add are")
             return TensorHandle(_atomic_add(interpreter._interpreter, ptr.data, val.data, mask.data),
                                 val.dtype.scalar)
 

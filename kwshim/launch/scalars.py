@@ -76,8 +76,9 @@ def _scalar(value, dtype):
 
 _TYPE_NAMES = {"float16": "float16", "fp16": "float16", "bfloat16": "bfloat16", "bf16": "bfloat16",
                "float32": "float32", "fp32": "float32", "float64": "float64", "fp64": "float64",
-               "bool": "int1", "i1": "int1", "int1": "int1", **{f"{p}{w}": f"{'u' if p[0] == 'u' else ''}int{w}"
-                                                             for p in ("i", "int", "u", "uint") for w in (8, 16, 32, 64)}}
+               "bool": "int1", "i1": "int1", "int1": "int1",
+               **{f"{p}{w}": f"{'u' if p[0] == 'u' else ''}int{w}"
+                  for p in ("i", "int", "u", "uint") for w in (8, 16, 32, 64)}}
 
 
 def _annotation_kind(annotation) -> Tuple[bool, Optional[Any], bool]:

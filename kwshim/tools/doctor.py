@@ -73,7 +73,8 @@ def diagnose(progress=None):
                                 "tune on the CPU")
     if not probes.get("bf16_arithmetic_works", {"ok": True})["ok"]:
         report["advice"].append("this interpreter computes bf16 on its raw bits: bf16 kernels store wrong values "
-                                "on the CPU, with or without kwshim (not fixed yet; see the README's Limitations)")
+                                "bare; a wrapped kernel (@kwsafe or the switch) computes bf16 and fp8 as the GPU "
+                                "does, with ml_dtypes installed (see the README's Numerics)")
     return report
 
 
