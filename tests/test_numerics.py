@@ -69,6 +69,24 @@ def test_bf16_add_under_kwsafe_alone_stores_what_torch_computes_and_triton_is_re
     assert type(interpreter.interpreter_builder) is builder_class and interpreter._get_np_dtype is np_dtype
 
 
+@needs_gpu_arithmetic
+def test_the_switch_gives_the_builder_its_class_and_restores_everything_when_off():
+    from triton.runtime import interpreter
+
+    from kwshim.interpreter.gpu_builder import entries
+
+    def state():
+        return [(owner, name, owner[name] if isinstance(owner, dict) else
+                 (type(owner) if name == "__class__" else vars(owner).get(name))) for owner, name, _ in entries()]
+
+    before = state()
+    with kwshim.activate():
+        assert type(interpreter.interpreter_builder).__module__ == "kwshim.interpreter.gpu_builder"
+        assert interpreter._get_np_dtype(tl.bfloat16).name == "bfloat16"
+    assert state() == before
+    assert interpreter._get_np_dtype(tl.bfloat16) == np.uint16  # the interpreter's own table again
+
+
 @triton.jit
 def cast_kernel(x_ptr, out_ptr, N: tl.constexpr):
     i = tl.arange(0, N)
@@ -197,6 +215,20 @@ def annotated_int64(out_ptr, n: tl.int64, m):
 @triton.jit
 def times_scalar(x_ptr, out_ptr, eps):
     tl.store(out_ptr, tl.load(x_ptr) * eps)
+
+
+@kwsafe
+@triton.jit(do_not_specialize=["n"])
+def unspecialised(out_ptr, n):
+    tl.store(out_ptr, n.to(tl.int64) * 3)
+
+
+@needs_gpu_arithmetic
+def test_do_not_specialize_is_followed_where_the_interpreter_forgets_it():
+    """3.0-3.3 drop the list: kwshim reads it from the decorator (an int 1 stayed a constexpr)."""
+    out = torch.zeros(1, dtype=torch.int64)
+    unspecialised[(1,)](out, 1)
+    assert out.item() == 3
 
 
 @needs_gpu_arithmetic  # 2.x: an fp16 * fp32 product fails in the front end, bare

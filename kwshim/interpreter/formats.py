@@ -13,7 +13,8 @@ import functools
 
 import numpy as np
 
-__all__ = ["ML_DTYPES", "low_precision_types", "numpy_dtype_function", "is_fp8", "finite_max", "missing_ml_dtypes"]
+__all__ = ["ML_DTYPES", "numpy_type", "is_ml_dtype", "numpy_dtype_function", "is_fp8", "finite_max",
+           "missing_ml_dtypes"]
 
 #: Triton's format names and the ``ml_dtypes`` type of each.
 ML_DTYPES = {
@@ -36,39 +37,39 @@ def missing_ml_dtypes(type_name):
 
 
 @functools.lru_cache(maxsize=None)
-def low_precision_types(required=True) -> dict:
-    """``{Triton dtype: NumPy dtype}`` for every format of ``ML_DTYPES`` the installed Triton has;
-    empty where ``ml_dtypes`` is not installed and not ``required`` (else the error says so)."""
-    import triton.language as tl
-
+def _table() -> dict:
+    """``{Triton format name: NumPy dtype}``; empty where ``ml_dtypes`` is not installed. Imported at
+    the first bf16 or fp8 block, so that other kernels never load it."""
     try:
         import ml_dtypes
-    except ImportError as error:
-        if not required:
-            return {}
-        raise missing_ml_dtypes("bf16 or fp8") from error
-    found = {}
-    for triton_name, numpy_name in ML_DTYPES.items():
-        triton_type = next((t for t in vars(tl).values() if isinstance(t, tl.dtype) and t.name == triton_name), None)
-        if triton_type is not None:
-            found[triton_type] = np.dtype(getattr(ml_dtypes, numpy_name))
-    return found
+    except ImportError:
+        return {}
+    return {triton_name: np.dtype(getattr(ml_dtypes, numpy_name)) for triton_name, numpy_name in ML_DTYPES.items()}
+
+
+def numpy_type(triton_name):
+    """The ``ml_dtypes`` dtype of a Triton format name (``"bf16"``), or None."""
+    return _table().get(triton_name)
+
+
+def is_ml_dtype(numpy_dtype) -> bool:
+    """Whether a NumPy dtype is one of ``ml_dtypes``' (a bf16 or fp8 block held as floats)."""
+    return numpy_dtype.type.__module__ == "ml_dtypes"
 
 
 def numpy_dtype_function(original):
     """The interpreter's ``_get_np_dtype`` with bf16 and fp8 as ``ml_dtypes`` types."""
     import triton.language as tl
 
-    table = {t.name: n for t, n in low_precision_types(required=False).items()}  # pointer types are unhashable
     block_type = tl.block_type
 
     def _get_np_dtype(tt_dtype):
         name = getattr(tt_dtype.element_ty if isinstance(tt_dtype, block_type) else tt_dtype, "name", None)
-        found = table.get(name)
-        if found is None:
-            if not table and name in ML_DTYPES:
-                raise missing_ml_dtypes(name)
+        if name not in ML_DTYPES:
             return original(tt_dtype)
+        found = _table().get(name)
+        if found is None:
+            raise missing_ml_dtypes(name)
         return found
 
     return _get_np_dtype

@@ -10,8 +10,9 @@ that differs where the GPU does:
 - what compiled Triton cannot lower for sm_90 raises ``UncompilableError`` (fp8 arithmetic,
   fp8 <-> fp8 and fp8 <-> fp64 conversions, most ``rtz`` conversions).
 
-``install`` puts it in place by giving the interpreter's one builder object this class, with bf16
-and fp8 held as ``ml_dtypes`` floats (``formats``): two names, set and undone through ``Patch``.
+``entries`` puts it in place by giving the interpreter's one builder object this class, with bf16
+and fp8 held as ``ml_dtypes`` floats (``formats``) and reductions refusing fp8: set and undone
+through ``Patch``, for a launch or while the switch is on.
 """
 
 import functools
@@ -20,9 +21,9 @@ import sys
 import numpy as np
 
 from . import conversions
-from .formats import is_fp8, low_precision_types, numpy_dtype_function
+from .formats import is_fp8, is_ml_dtype, numpy_dtype_function
 
-__all__ = ["entries", "uses_low_precision"]
+__all__ = ["entries"]
 
 _INTERPRETER = "triton.runtime.interpreter"
 
@@ -59,15 +60,13 @@ def gpu_builder_class(base):
     TensorHandle = interpreter.TensorHandle
     rtz = interpreter._ir.ROUNDING_MODE.RTZ
     fadd = interpreter._ir.ATOMIC_OP.FADD
-    low_precision = set(low_precision_types(required=False))
 
     def np_dtype(tt):
         return interpreter._get_np_dtype(tt)
 
     def convert(self, src, dst_type, toward_zero=False):
         source, target = src.dtype.scalar, dst_type.scalar
-        if (source in low_precision or source.is_floating()) and (target in low_precision or target.is_floating()) \
-                and not (source.is_fp8e4b15() or target.is_fp8e4b15()):
+        if source.is_floating() and target.is_floating() and not (source.is_fp8e4b15() or target.is_fp8e4b15()):
             _check_conversion(source, target, toward_zero)
             data = conversions.float_to_float(src.data, np_dtype(target), toward_zero,
                                               rebias_fp8e5=source.is_fp8e5() and target.is_bf16())
@@ -90,12 +89,6 @@ def gpu_builder_class(base):
             converted = convert(self, src, dst_type, rounding_mode == rtz)
             return base.create_fp_to_fp(self, src, dst_type, rounding_mode) if converted is None else converted
 
-        def binary_op(self, lhs, rhs, op):
-            if lhs.dtype.scalar.is_fp8() or rhs.dtype.scalar.is_fp8():
-                _refuse(f"{getattr(op, '__name__', 'arithmetic')} on {_name(lhs.dtype.scalar)} values",
-                        "convert them to fp16, bf16 or fp32 first (fp8 is a storage format there)")
-            return base.binary_op(self, lhs, rhs, op)
-
         def create_fneg(self, input):
             if input.dtype.scalar.is_fp8():
                 _refuse(f"negation of {_name(input.dtype.scalar)} values", "convert them to fp16 or fp32 first")
@@ -114,7 +107,7 @@ def gpu_builder_class(base):
                 return _all_ones_where_zero(base.create_urem(self, lhs, rhs), lhs, rhs)
 
         def create_dot(self, a, b, d, *args, **kwargs):
-            if a.data.dtype in _LOW or b.data.dtype in _LOW:
+            if is_ml_dtype(a.data.dtype) or is_ml_dtype(b.data.dtype):
                 wide = np.matmul(a.data.astype(np.float32), b.data.astype(np.float32))
                 return TensorHandle((wide + d.data).astype(d.data.dtype), d.dtype.scalar)
             return base.create_dot(self, a, b, d, *args, **kwargs)
@@ -122,7 +115,7 @@ def gpu_builder_class(base):
         def create_masked_load(self, ptrs, mask, other, *args, **kwargs):
             element = ptrs.get_element_ty()
             numpy_type = np_dtype(element)
-            if numpy_type not in _LOW:
+            if not is_ml_dtype(numpy_type):
                 return base.create_masked_load(self, ptrs, mask, other, *args, **kwargs)
             bits = _bits_type(numpy_type)  # the native load takes NumPy's own types
             fill = np.zeros(ptrs.data.shape, dtype=bits) if other is None else \
@@ -131,7 +124,7 @@ def gpu_builder_class(base):
             return TensorHandle(loaded.view(numpy_type), element)
 
         def create_masked_store(self, ptrs, value, mask, *args, **kwargs):
-            if value.data.dtype in _LOW:
+            if is_ml_dtype(value.data.dtype):
                 value = TensorHandle(np.ascontiguousarray(value.data).view(_bits_type(value.data.dtype)), value.dtype)
             return base.create_masked_store(self, ptrs, value, mask, *args, **kwargs)
 
@@ -142,7 +135,7 @@ def gpu_builder_class(base):
             return self.binary_op(lhs, rhs, np.fmin)
 
         def create_atomic_rmw(self, rmwOp, ptr, val, mask, sem, scope):
-            if val.data.dtype not in _LOW and not (rmwOp == fadd and val.data.dtype == np.float16):
+            if not (is_ml_dtype(val.data.dtype) or (rmwOp == fadd and val.data.dtype == np.float16)):
                 return base.create_atomic_rmw(self, rmwOp, ptr, val, mask, sem, scope)
             if rmwOp != fadd or is_fp8(val.data.dtype):
                 _refuse(f"this atomic operation on {_name(val.dtype.scalar)} values",
@@ -164,12 +157,14 @@ def gpu_builder_class(base):
         data[zero] = ones[zero]
         return TensorHandle(data, result.dtype)
 
+    for name in _FLOAT_OPERATIONS:  # integer operations (index arithmetic) pay for no check
+        if hasattr(GPUBuilder, name):
+            setattr(GPUBuilder, name, _refusing_fp8(name, getattr(GPUBuilder, name)))
     if not hasattr(base, "get_bf16"):  # a bf16 constant, rounded to bf16 first as compiled rounds it
         def get_bf16(self, value):
             return self.create_fp_trunc(self.get_fp32(value), tl.bfloat16)
 
         GPUBuilder.get_bf16 = get_bf16
-    _LOW = set(low_precision_types(required=False).values())
     GPUBuilder.__name__ = GPUBuilder.__qualname__ = base.__name__
     GPUBuilder.__module__ = __name__
     return GPUBuilder
@@ -196,40 +191,58 @@ def _atomic_add(native, pointers, values, mask):
     return before
 
 
-def _refuse_fp8_reductions(apply):
-    """The interpreter's reduce/scan ``apply``, refusing fp8 inputs as compiled Triton does."""
+#: The builder's float operations: on fp8 operands compiled Triton cannot lower them for sm_90.
+_FLOAT_OPERATIONS = (
+    "create_fadd", "create_fsub", "create_fmul", "create_fdiv", "create_frem", "create_precise_divf",
+    "create_minimumf", "create_maximumf", "create_minnumf", "create_maxnumf", "create_fma",
+    *(f"create_fcmp{p}" for p in ("OLT", "OGT", "OLE", "OGE", "OEQ", "ONE", "ULT", "UGT", "ULE", "UGE", "UEQ", "UNE")))
 
-    def checked(self, input):
+
+_WORDS = {"fadd": "add", "fsub": "sub", "fmul": "mul", "fdiv": "div", "frem": "mod", "precise_divf": "div",
+          "minimumf": "minimum", "maximumf": "maximum", "minnumf": "minimum", "maxnumf": "maximum", "fma": "fma"}
+
+
+def _refusing_fp8(name, operation):
+    """``operation`` (a builder method), refusing fp8 operands as compiled Triton does."""
+
+    operation_name = name[len("create_"):]
+    word = _WORDS.get(operation_name, "a comparison" if operation_name.startswith("fcmp") else operation_name)
+
+    def checked(self, lhs, *rest):
+        if lhs.dtype.scalar.is_fp8():
+            _refuse(f"{word} on {_name(lhs.dtype.scalar)} values",
+                    "convert them to fp16, bf16 or fp32 first (fp8 is a storage format there)")
+        return operation(self, lhs, *rest)
+
+    checked.__name__ = name
+    return checked
+
+
+def _refusing_fp8_inputs(cls):
+    """A subclass of the interpreter's reduce or scan class refusing fp8 inputs as compiled Triton does."""
+
+    def apply(self, input):
         for value in input if isinstance(input, (tuple, list)) else (input,):
             dtype = getattr(getattr(value, "dtype", None), "scalar", None)
             if dtype is not None and dtype.is_fp8():
                 _refuse(f"a reduction or scan of {_name(dtype)} values", "convert them to fp16 or fp32 first")
-        return apply(self, input)
+        return cls.apply(self, input)
 
-    return checked
+    return type(cls.__name__, (cls,), {"apply": apply, "__module__": __name__})
 
 
 @functools.lru_cache(maxsize=None)
 def entries():
     """``(owner, name, value)`` to set while the GPU's arithmetic is on: the builder object's class,
-    the interpreter's dtype table, and its reductions' ``apply``."""
+    the interpreter's dtype table, and its reduce and scan classes."""
     interpreter = sys.modules[_INTERPRETER]
     builder = getattr(interpreter, "interpreter_builder", None)
     if builder is None:  # 2.x: no module-wide builder (and no bf16 support to fix)
         return ()
+    namespace = vars(interpreter)  # module globals: set as dict entries, no class is modified per launch
     found = [(builder, "__class__", gpu_builder_class(type(builder))),
-             (vars(interpreter), "_get_np_dtype", numpy_dtype_function(interpreter._get_np_dtype))]
-    interface = next((value for name, value in vars(interpreter).items()
-                      if name.startswith("ReduceScanOp") and isinstance(value, type)), None)
-    if interface is not None and "apply" in vars(interface):
-        found.append((interface, "apply", _refuse_fp8_reductions(vars(interface)["apply"])))
+             (namespace, "_get_np_dtype", numpy_dtype_function(interpreter._get_np_dtype))]
+    for name in ("ReduceOps", "ScanOps"):
+        if isinstance(namespace.get(name), type) and hasattr(namespace[name], "apply"):
+            found.append((namespace, name, _refusing_fp8_inputs(namespace[name])))
     return tuple(found)
-
-
-def uses_low_precision() -> bool:
-    """Whether ``ml_dtypes`` is importable (the formats can be held as floats)."""
-    try:
-        low_precision_types()
-    except ImportError:
-        return False
-    return True

@@ -70,9 +70,9 @@ class LaunchPaths:
         raw = _raw_launch(this, getitem, method_run, lock)
         convert = scalars.converter(kernel)  # None: no runtime scalar needs typing
         per_launch = interpreter.launch_patches(kernel.fn)  # GPU arithmetic, libdevice named by its globals
-        if per_launch:
-            raw = _with_patches(raw, per_launch)
-            arity = -2  # every launch through ``raw``: no fast path around the patches
+        if per_launch:  # every way into the interpreter (the fast path too) runs with them set
+            getitem, method_run = _with_patches(getitem, method_run, per_launch)
+            raw = _raw_launch(this, getitem, method_run, lock)
 
         def with_injected(kwargs):
             """The launch's keywords as compiled ``run`` completes them (a copy). Called where that
@@ -175,17 +175,37 @@ def _tuple_grid(grid):
     return as_tuple
 
 
-def _with_patches(raw, entries):
-    """``raw`` (a launch) with each ``(owner, name, value)`` of ``entries`` set for its duration,
-    serialized by the launch lock: module globals and the interpreter's builder are shared by every thread."""
+def _with_patches(getitem, method_run, entries):
+    """The interpreter's launch methods, each running the launch with every ``(owner, name, value)``
+    of ``entries`` set (through ``Patch``, under the launch lock: module globals and the interpreter's
+    builder are shared by every thread). Where all are in place already (the switch installed them),
+    nothing is set."""
+    entries = tuple(entries)
 
-    def launch(grid, args, kwargs):
-        with _LAUNCH_LOCK, Patch() as patch:
+    def scoped(call, *args, **kwargs):
+        with _LAUNCH_LOCK:
             for owner, name, value in entries:
-                patch.set(owner, name, value)
-            return raw(grid, args, kwargs)
+                current = owner.get(name) if type(owner) is dict else getattr(owner, name, None)
+                if current is not value:
+                    break
+            else:
+                return call(*args, **kwargs)
+            with Patch() as patch:
+                for owner, name, value in entries:
+                    patch.set(owner, name, value)
+                return call(*args, **kwargs)
 
-    return launch
+    if method_run is not None:
+        def run(kernel, *args, **kwargs):
+            return scoped(method_run, kernel, *args, **kwargs)
+
+        return getitem, run
+
+    def item(kernel, grid):
+        executor = getitem(kernel, grid)
+        return lambda *args, **kwargs: scoped(executor, *args, **kwargs)
+
+    return item, None
 
 
 def _raw_launch(this, getitem, method_run, lock):

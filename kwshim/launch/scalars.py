@@ -56,9 +56,9 @@ def _scalar(value, dtype):
 
     interpreter = _interpreter()[0]
     if dtype == tl.bfloat16:
-        from ..interpreter.formats import low_precision_types
+        from ..interpreter.formats import numpy_type as format_type
 
-        numpy_type = low_precision_types(required=False).get(tl.bfloat16)
+        numpy_type = format_type("bf16")
         if numpy_type is not None:  # held as an ml_dtypes float while kwshim computes as the GPU
             data = np.array([value], dtype=np.float32).astype(numpy_type)
         else:  # the bare interpreter keeps bf16 as its bits, in uint16
@@ -101,10 +101,35 @@ def _annotation_kind(annotation) -> Tuple[bool, Optional[Any], bool]:
 
 
 def _not_specialised(kernel, names) -> set:
-    """The parameters compiled Triton never specialises (``do_not_specialize``), where the
-    interpreter kernel keeps the list (3.4+); names or positions."""
-    listed = (getattr(kernel, "kwargs", None) or {}).get("do_not_specialize") or ()
+    """The parameters compiled Triton never specialises (``do_not_specialize``), names or positions:
+    from the interpreter kernel where it keeps the list (3.4+), else from the literal list in the
+    kernel's own ``@triton.jit(do_not_specialize=[...])`` line (3.0-3.3 drop it)."""
+    listed = (getattr(kernel, "kwargs", None) or {}).get("do_not_specialize") or _declared_unspecialised(kernel.fn)
     return {names[item] if isinstance(item, int) and item < len(names) else item for item in listed}
+
+
+def _declared_unspecialised(fn) -> tuple:
+    """The ``do_not_specialize`` list written in ``fn``'s ``jit`` decorator, read from its source
+    (a literal list or tuple of names or positions); () where there is none or it cannot be read."""
+    import ast
+    import inspect
+    import textwrap
+
+    try:
+        tree = ast.parse(textwrap.dedent(inspect.getsource(fn)))
+    except (OSError, TypeError, SyntaxError):
+        return ()
+    definition = next((node for node in tree.body if isinstance(node, ast.FunctionDef)), None)
+    for decorator in definition.decorator_list if definition is not None else ():
+        if not isinstance(decorator, ast.Call):
+            continue
+        for keyword in decorator.keywords:
+            if keyword.arg == "do_not_specialize":
+                try:
+                    return tuple(ast.literal_eval(keyword.value))
+                except ValueError:
+                    return ()
+    return ()
 
 
 class ScalarTyping:
