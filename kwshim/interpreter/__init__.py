@@ -12,7 +12,7 @@ Its modules need NumPy (the interpreter's own dependency); nothing imports them 
 interpreted, so ``import kwshim`` stays free of it.
 """
 
-__all__ = ["install", "launch_patches"]
+__all__ = ["install", "launch_patches", "INSTALLED"]
 
 
 def install(patch) -> None:
@@ -23,13 +23,19 @@ def install(patch) -> None:
     fixes.install(patch)
     for owner, name, value in gpu_builder.entries():
         patch.set(owner, name, value)
+    patch.setitem(INSTALLED, "numerics", True)  # launches skip setting them again
     libdevice.install(patch)
 
 
-def launch_patches(fn) -> list:
-    """``(owner, name, value)`` to set for each launch of the kernel whose function is ``fn``: the
-    GPU's arithmetic, and the libdevice functions and modules it or its jitted helpers name as globals."""
+#: ``{"numerics": True}`` while the switch holds the GPU arithmetic in place (set through its patch).
+INSTALLED = {"numerics": False}
+
+
+def launch_patches(fn):
+    """``(numerics, swaps)``: the ``(owner, name, value)`` entries to set for each launch of the
+    kernel whose function is ``fn``: the GPU's arithmetic (not needed while ``INSTALLED["numerics"]``),
+    and the libdevice functions and modules it or its jitted helpers name as globals."""
     from .gpu_builder import entries
     from .libdevice import global_swaps
 
-    return [*entries(), *global_swaps(fn)]
+    return tuple(entries()), tuple(global_swaps(fn))

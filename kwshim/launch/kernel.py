@@ -69,9 +69,9 @@ class LaunchPaths:
         this = weakref.ref(kernel)  # held weakly: the table of paths must not keep a kernel alive
         raw = _raw_launch(this, getitem, method_run, lock)
         convert = scalars.converter(kernel)  # None: no runtime scalar needs typing
-        per_launch = interpreter.launch_patches(kernel.fn)  # GPU arithmetic, libdevice named by its globals
-        if per_launch:  # every way into the interpreter (the fast path too) runs with them set
-            getitem, method_run = _with_patches(getitem, method_run, per_launch)
+        numerics, swaps = interpreter.launch_patches(kernel.fn)  # GPU arithmetic, libdevice named by its globals
+        if numerics or swaps:  # every way into the interpreter (the fast path too) runs with them set
+            getitem, method_run = _with_patches(getitem, method_run, numerics, swaps)
             raw = _raw_launch(this, getitem, method_run, lock)
 
         def with_injected(kwargs):
@@ -175,25 +175,22 @@ def _tuple_grid(grid):
     return as_tuple
 
 
-def _with_patches(getitem, method_run, entries):
-    """The interpreter's launch methods, each running the launch with every ``(owner, name, value)``
-    of ``entries`` set (through ``Patch``, under the launch lock: module globals and the interpreter's
-    builder are shared by every thread). Where all are in place already (the switch installed them),
-    nothing is set."""
-    entries = tuple(entries)
+def _with_patches(getitem, method_run, numerics, swaps):
+    """The interpreter's launch methods, each running the launch with the ``(owner, name, value)``
+    entries of ``numerics`` and ``swaps`` set (through ``Patch``, under the launch lock: module
+    globals and the interpreter's builder are shared by every thread). While the switch holds the
+    numerics in place, only ``swaps`` are set, and a launch with none runs as it is."""
+    both = numerics + swaps
+    installed = interpreter.INSTALLED
 
     def scoped(call, *args, **kwargs):
-        with _LAUNCH_LOCK:
+        entries = swaps if installed["numerics"] else both
+        if not entries:
+            return call(*args, **kwargs)
+        with _LAUNCH_LOCK, Patch() as patch:
             for owner, name, value in entries:
-                current = owner.get(name) if type(owner) is dict else getattr(owner, name, None)
-                if current is not value:
-                    break
-            else:
-                return call(*args, **kwargs)
-            with Patch() as patch:
-                for owner, name, value in entries:
-                    patch.set(owner, name, value)
-                return call(*args, **kwargs)
+                patch.set(owner, name, value)
+            return call(*args, **kwargs)
 
     if method_run is not None:
         def run(kernel, *args, **kwargs):
