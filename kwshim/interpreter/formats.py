@@ -64,7 +64,7 @@ def numpy_dtype_function(original):
     block_type = tl.block_type
 
     def _get_np_dtype(tt_dtype):
-        name = getattr(tt_dtype.element_ty if isinstance(tt_dtype, block_type) else tt_dtype, "name", None)
+        name = (tt_dtype.element_ty if type(tt_dtype) is block_type else tt_dtype).name
         if name not in ML_DTYPES:
             return original(tt_dtype)
         found = _table().get(name)
