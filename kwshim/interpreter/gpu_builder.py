@@ -5,8 +5,9 @@ that differs where the GPU does:
 
 - casts (``cast_impl``, ``create_fp_to_fp``) follow ``conversions``: saturating float -> int,
   ``satfinite`` fp8, rounding toward zero where asked;
-- ``-x`` of a float is ``0 - x`` (``-(+0.0)`` is +0.0); integer ``x // 0`` and ``x % 0`` are -1;
-- bf16 and fp8 ``tl.dot`` inputs are widened exactly to fp32; bf16 ``atomic_add`` adds;
+- ``-x`` of a float is ``0 - x`` (``-(+0.0)`` is +0.0); integer ``x // 0`` and ``x % 0`` are all ones;
+- bf16 loads and stores move bits (the native ones refuse ``ml_dtypes`` arrays); bf16 and fp8
+  ``tl.dot`` inputs are widened exactly to fp32; bf16 and fp16 ``atomic_add`` add;
 - what compiled Triton cannot lower for sm_90 raises ``UncompilableError`` (fp8 arithmetic,
   fp8 <-> fp8 and fp8 <-> fp64 conversions, most ``rtz`` conversions).
 
