@@ -48,10 +48,10 @@ KNOWN_GAPS = {
 }
 #: Cases where an older release's own front end differs from 3.6's (compiled on that release does the same).
 RELEASE_GAPS = {
-    **{f"mul_point_one {t}": "on an older front end a float constant makes the product fp32 "
-       "(3.6 rounds the constant first)"
+    **{f"mul_point_one {t}": "on 3.0-3.1's front end a float constant makes the product fp32 "
+       "(3.2 and later round the constant first)"
        for t in ("bf16", "fp16", "fp8e4nv", "fp8e5")},
-    "atomic_add bf16": "an older front end refuses bf16 atomic_add",
+    "atomic_add bf16": "3.0-3.3's front end refuses bf16 atomic_add",
 }
 
 ELEMENTWISE_UNARY = ["neg", "abs", "add_one", "mul_point_one", "sub_from_zero"]
