@@ -58,18 +58,25 @@ def is_ml_dtype(numpy_dtype) -> bool:
 
 
 def numpy_dtype_function(original):
-    """The interpreter's ``_get_np_dtype`` with bf16 and fp8 as ``ml_dtypes`` types."""
+    """The interpreter's ``_get_np_dtype`` with bf16 and fp8 as ``ml_dtypes`` types. Each answer is
+    kept by the type's name (the interpreter's own builds its table on every call, and it is called
+    for every load, store and cast)."""
     import triton.language as tl
 
     block_type = tl.block_type
+    known: dict = {}
 
     def _get_np_dtype(tt_dtype):
-        name = (tt_dtype.element_ty if type(tt_dtype) is block_type else tt_dtype).name
-        if name not in ML_DTYPES:
-            return original(tt_dtype)
-        found = _table().get(name)
+        scalar = tt_dtype.element_ty if isinstance(tt_dtype, block_type) else tt_dtype
+        found = known.get(scalar.name)
         if found is None:
-            raise missing_ml_dtypes(name)
+            if scalar.name in ML_DTYPES:
+                found = _table().get(scalar.name)
+                if found is None:
+                    raise missing_ml_dtypes(scalar.name)
+            else:
+                found = original(scalar)
+            known[scalar.name] = found
         return found
 
     return _get_np_dtype

@@ -82,6 +82,9 @@ def gpu_builder_class(base):
     class GPUBuilder(base):
         """The interpreter's builder, computing as compiled Triton does on an NVIDIA GPU."""
 
+        def create_int_cast(self, src, dst_type, is_signed):  # integers wrap as on the GPU: Triton's own
+            return base.cast_impl(self, src, dst_type)
+
         def cast_impl(self, src, dst_type):
             converted = convert(self, src, dst_type)  # a TensorHandle's truth is its data's: test for None
             return base.cast_impl(self, src, dst_type) if converted is None else converted
