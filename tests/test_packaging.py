@@ -44,7 +44,8 @@ def test_the_sdist_carries_the_tests_docs_and_examples(dist):
     (sdist,) = glob.glob(str(dist / "*.tar.gz"))
     names = {name.split("/", 1)[1] for name in tarfile.open(sdist).getnames() if "/" in name}
     for needed in ("tests/conftest.py", "tests/kernels.py", "tests/fixtures/kernel_library.py", "docs/contract.md",
-                   "CHANGELOG.md", "README.md", "LICENSE", "examples/demo.py", "Makefile", "tools/matrix.py"):
+                   "CHANGELOG.md", "README.md", "LICENSE", "examples/demo.py", "Makefile", "tools/matrix.py",
+                   "parity/numerics_h200.json", "tests/test_numerics.py"):
         assert needed in names, needed
 
 
