@@ -11,6 +11,7 @@ import sys
 MODE = sys.argv[1] if __name__ == "__main__" else os.environ.get("KWSHIM_PARITY_MODE", "interpreted")
 os.environ["TRITON_INTERPRET"] = "1" if MODE == "interpreted" else "0"
 
+import numpy as np  # noqa: E402
 import torch  # noqa: E402
 import triton  # noqa: E402
 import triton.language as tl  # noqa: E402
@@ -18,6 +19,7 @@ import triton.language as tl  # noqa: E402
 from kwshim import kwsafe  # noqa: E402
 from tests.kernels import autotuned_warps_stages as autotuned  # noqa: E402  (the suite's kernels, shared)
 from tests.kernels import debug_param, grid_param, instrumentation_param, plain_store, warps_stages  # noqa: E402
+from tests.kernels import annotated_int64_times, doubled_as_int64, times_scalar, unspecialised_to_int64  # noqa: E402
 from tests.kernels import heuristic_stages as heuristic  # noqa: E402
 
 DEVICE = "cpu" if MODE == "interpreted" else "cuda"
@@ -85,16 +87,13 @@ def _hook_arguments():
     return seen[0]
 
 
-def _out():
-    return torch.zeros(1, dtype=torch.int32, device=DEVICE)
-
-
-def _stored(launch):
-    out = _out()
+def _stored(launch, dtype=torch.int32):
+    """What ``launch(out)`` stored in a one-element ``out`` of ``dtype``, as a Python number."""
+    out = torch.zeros(1, dtype=dtype, device=DEVICE)
     launch(out)
     if DEVICE == "cuda":
         torch.cuda.synchronize()
-    return int(out[0])
+    return out[0].item()
 
 
 def _softmax():
@@ -122,12 +121,6 @@ def scalar_to_fp32(out_ptr, eps):
 
 @kwsafe
 @triton.jit
-def times_scalar(x_ptr, out_ptr, eps):
-    tl.store(out_ptr, tl.load(x_ptr) * eps)
-
-
-@kwsafe
-@triton.jit
 def scalar_width(out_ptr, value):
     tl.store(out_ptr, value.dtype.primitive_bitwidth)
 
@@ -144,57 +137,10 @@ def scalar_times_three(out_ptr, value):
     tl.store(out_ptr, value * 3)
 
 
-def _stored_float(launch):
-    out = torch.zeros(1, dtype=torch.float32, device=DEVICE)
-    launch(out)
-    if DEVICE == "cuda":
-        torch.cuda.synchronize()
-    return float(out[0])
-
-
-def _fp16_times_scalar():
+def _fp16_times(scalar):
+    """What an fp16 1.0 times ``scalar`` stores into an fp32 output (fp32 math, as compiled)."""
     x = torch.ones(1, dtype=torch.float16, device=DEVICE)
-    return _stored_float(lambda o: times_scalar[GRID](x, o, 1.0001))
-
-
-@kwsafe
-@triton.jit
-def scalar_doubled_as_int64(out_ptr, n):
-    tl.store(out_ptr, (n + n).to(tl.int64))
-
-
-@kwsafe
-@triton.jit
-def annotated_int64_times(out_ptr, n: tl.int64, m):
-    tl.store(out_ptr, n * m)
-
-
-@kwsafe
-@triton.jit(do_not_specialize=["n"])
-def unspecialised_to_int64(out_ptr, n):
-    tl.store(out_ptr, n.to(tl.int64) * 3)
-
-
-def _stored_int64(launch):
-    out = torch.zeros(1, dtype=torch.int64, device=DEVICE)
-    launch(out)
-    if DEVICE == "cuda":
-        torch.cuda.synchronize()
-    return int(out[0])
-
-
-def _fp16_times_numpy_float64():
-    import numpy as np
-
-    x = torch.ones(1, dtype=torch.float16, device=DEVICE)
-    return _stored_float(lambda o: times_scalar[GRID](x, o, np.float64(1.0001)))
-
-
-def _fp16_times_numpy_float32():
-    import numpy as np
-
-    x = torch.ones(1, dtype=torch.float16, device=DEVICE)
-    return _stored_float(lambda o: times_scalar[GRID](x, o, np.float32(1.0001)))
+    return _stored(lambda o: times_scalar[GRID](x, o, scalar), torch.float32)
 
 
 LIBDEVICE_X = [0.1, 0.25, 0.4, 0.5, 0.6, 0.75, 0.8, 0.95]
@@ -268,8 +214,8 @@ SCENARIOS = {
     "list grid": lambda: _stored(lambda o: plain_store[[1]](o, 9)),
     "softmax (x num_warps)": _softmax,
     "matmul (+ num_stages)": _matmul,
-    "float scalar: eps.to(tl.float32) * 2": lambda: _stored_float(lambda o: scalar_to_fp32[GRID](o, 1.25)),
-    "fp16 x * float scalar (fp32 math)": _fp16_times_scalar,
+    "float scalar: eps.to(tl.float32) * 2": lambda: _stored(lambda o: scalar_to_fp32[GRID](o, 1.25), torch.float32),
+    "fp16 x * float scalar (fp32 math)": lambda: _fp16_times(1.0001),
     "float scalar bit width": lambda: _stored(lambda o: scalar_width[GRID](o, 2.5)),
     "bool scalar bit width": lambda: _stored(lambda o: scalar_width[GRID](o, True)),
     "int scalar bit width": lambda: _stored(lambda o: scalar_width[GRID](o, 7)),
@@ -277,15 +223,15 @@ SCENARIOS = {
     "annotated tl.float16 scalar bit width": lambda: _stored(lambda o: annotated_fp16_width[GRID](o, 2.0)),
     "int 1 scalar * 3 (specialised)": lambda: _stored(lambda o: scalar_times_three[GRID](o, 1)),
     "error: int 1 scalar .dtype (specialised)": lambda: _stored(lambda o: scalar_width[GRID](o, 1)),
-    "int 3e9 scalar doubled (i64 as compiled)": lambda: _stored_int64(
-        lambda o: scalar_doubled_as_int64[GRID](o, 3_000_000_000)),
+    "int 3e9 scalar doubled (i64 as compiled)": lambda: _stored(
+        lambda o: doubled_as_int64[GRID](o, 3_000_000_000), torch.int64),
     "int 3e9 scalar bit width": lambda: _stored(lambda o: scalar_width[GRID](o, 3_000_000_000)),
-    "annotated n: tl.int64, 5 * 1e9": lambda: _stored_int64(
-        lambda o: annotated_int64_times[GRID](o, 5, 1_000_000_000)),
-    "fp16 x * np.float64 scalar (fp32 math)": _fp16_times_numpy_float64,
-    "fp16 x * np.float32 scalar (fp32 math)": _fp16_times_numpy_float32,
-    "do_not_specialize int 1: n.to(tl.int64) * 3": lambda: _stored_int64(
-        lambda o: unspecialised_to_int64[GRID](o, 1)),
+    "annotated n: tl.int64, 5 * 1e9": lambda: _stored(
+        lambda o: annotated_int64_times[GRID](o, 5, 1_000_000_000), torch.int64),
+    "fp16 x * np.float64 scalar (fp32 math)": lambda: _fp16_times(np.float64(1.0001)),
+    "fp16 x * np.float32 scalar (fp32 math)": lambda: _fp16_times(np.float32(1.0001)),
+    "do_not_specialize int 1: n.to(tl.int64) * 3": lambda: _stored(
+        lambda o: unspecialised_to_int64[GRID](o, 1), torch.int64),
     **_libdevice_scenarios(),
 }
 

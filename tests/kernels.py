@@ -145,6 +145,30 @@ def plain_copy(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
 
 @kwsafe
 @triton.jit
+def times_scalar(x_ptr, out_ptr, eps):
+    tl.store(out_ptr, tl.load(x_ptr) * eps)
+
+
+@kwsafe
+@triton.jit
+def doubled_as_int64(out_ptr, n):
+    tl.store(out_ptr, (n + n).to(tl.int64))
+
+
+@kwsafe
+@triton.jit
+def annotated_int64_times(out_ptr, n: tl.int64, m):
+    tl.store(out_ptr, n * m)
+
+
+@kwsafe
+@triton.jit(do_not_specialize=["n"])
+def unspecialised_to_int64(out_ptr, n):
+    tl.store(out_ptr, n.to(tl.int64) * 3)
+
+
+@kwsafe
+@triton.jit
 def debug_param(out_ptr, debug: tl.constexpr = 5):
     """A parameter named as a keyword compiled ``run`` injects itself."""
     tl.store(out_ptr, debug)

@@ -18,6 +18,8 @@ import triton.language as tl
 import kwshim
 from kwshim import kwsafe
 
+from .kernels import annotated_int64_times, doubled_as_int64, times_scalar, unspecialised_to_int64
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 TABLE = os.path.join(ROOT, "parity", "numerics_h200.json")
 
@@ -199,35 +201,11 @@ except Exception as error:
         assert "kwshim: a bf16 kernel needs the 'ml_dtypes' package" in done.stdout, done.stdout
 
 
-@kwsafe
-@triton.jit
-def doubled_as_int64(out_ptr, n):
-    tl.store(out_ptr, (n + n).to(tl.int64))
-
-
-@kwsafe
-@triton.jit
-def annotated_int64(out_ptr, n: tl.int64, m):
-    tl.store(out_ptr, n * m)
-
-
-@kwsafe
-@triton.jit
-def times_scalar(x_ptr, out_ptr, eps):
-    tl.store(out_ptr, tl.load(x_ptr) * eps)
-
-
-@kwsafe
-@triton.jit(do_not_specialize=["n"])
-def unspecialised(out_ptr, n):
-    tl.store(out_ptr, n.to(tl.int64) * 3)
-
-
 @needs_gpu_arithmetic
 def test_do_not_specialize_is_followed_where_the_interpreter_forgets_it():
     """3.0-3.3 drop the list: kwshim reads it from the decorator (an int 1 stayed a constexpr)."""
     out = torch.zeros(1, dtype=torch.int64)
-    unspecialised[(1,)](out, 1)
+    unspecialised_to_int64[(1,)](out, 1)
     assert out.item() == 3
 
 
@@ -236,7 +214,7 @@ def test_scalars_are_typed_as_compiled():
     out = torch.zeros(1, dtype=torch.int64)
     doubled_as_int64[(1,)](out, 3_000_000_000)
     assert out.item() == 6_000_000_000  # the interpreter alone: u32, wraps to 1705032704
-    annotated_int64[(1,)](out, 5, 1_000_000_000)
+    annotated_int64_times[(1,)](out, 5, 1_000_000_000)
     assert out.item() == 5_000_000_000  # the interpreter alone: 705032704
     x, result = torch.ones(1, dtype=torch.float16), torch.zeros(1)
     times_scalar[(1,)](x, result, np.float64(1.0001))
