@@ -15,7 +15,7 @@ NumPy's ``astype`` wraps an out-of-range float and turns NaN into INT_MIN; the G
 
 import numpy as np
 
-from .formats import finite_max, is_fp8
+from .formats import bits_type, finite_max, is_fp8
 
 __all__ = ["float_to_int", "float_to_float", "int_to_float"]
 
@@ -51,11 +51,11 @@ def float_to_int(data, target):
 def _toward_zero(wide, rounded, target):
     """``rounded`` (``wide`` rounded to nearest in ``target``) moved one step toward zero where
     rounding went away from it: rounding toward zero."""
-    bits_type = np.dtype(f"uint{target.itemsize * 8}")
-    bits = rounded.view(bits_type).copy()
+    unsigned = bits_type(target)
+    bits = rounded.view(unsigned).copy()
     back = rounded.astype(np.float64)
     away = np.isfinite(wide) & (np.abs(back) > np.abs(wide))
-    bits[away] -= np.array(1, dtype=bits_type)  # the magnitude's next value down (sign kept)
+    bits[away] -= np.array(1, dtype=unsigned)  # the magnitude's next value down (sign kept)
     return bits.view(target)
 
 

@@ -13,7 +13,7 @@ import functools
 
 import numpy as np
 
-__all__ = ["ML_DTYPES", "numpy_type", "is_ml_dtype", "numpy_dtype_function", "is_fp8", "finite_max",
+__all__ = ["ML_DTYPES", "numpy_type", "is_ml_dtype", "numpy_dtype_function", "bits_type", "is_fp8", "finite_max",
            "missing_ml_dtypes"]
 
 #: Triton's format names and the ``ml_dtypes`` type of each.
@@ -80,6 +80,12 @@ def numpy_dtype_function(original):
         return found
 
     return _get_np_dtype
+
+
+def bits_type(numpy_type):
+    """The unsigned integer dtype of the same width: a float's bits, for NumPy's own views and
+    for the interpreter's native loads and stores (which refuse ``ml_dtypes`` dtypes)."""
+    return np.dtype(f"uint{numpy_type.itemsize * 8}")
 
 
 def is_fp8(numpy_type) -> bool:

@@ -22,7 +22,7 @@ import sys
 import numpy as np
 
 from . import conversions
-from .formats import ML_DTYPES, is_fp8, is_ml_dtype, numpy_dtype_function
+from .formats import ML_DTYPES, bits_type, is_fp8, is_ml_dtype, numpy_dtype_function
 
 __all__ = ["entries"]
 
@@ -98,18 +98,6 @@ def gpu_builder_class(base):
                 _refuse(f"negation of {_name(input.dtype.scalar)} values", "convert them to fp16 or fp32 first")
             return TensorHandle(np.subtract(np.zeros_like(input.data), input.data), input.dtype.scalar)
 
-        def create_idiv(self, lhs, rhs):
-            with np.errstate(divide="ignore", invalid="ignore"):
-                return _all_ones_where_zero(base.create_idiv(self, lhs, rhs), lhs, rhs)
-
-        def create_srem(self, lhs, rhs):
-            with np.errstate(divide="ignore", invalid="ignore"):
-                return _all_ones_where_zero(base.create_srem(self, lhs, rhs), lhs, rhs)
-
-        def create_urem(self, lhs, rhs):
-            with np.errstate(divide="ignore", invalid="ignore"):
-                return _all_ones_where_zero(base.create_urem(self, lhs, rhs), lhs, rhs)
-
         def create_dot(self, a, b, d, *args, **kwargs):
             if is_ml_dtype(a.data.dtype) or is_ml_dtype(b.data.dtype):
                 wide = np.matmul(a.data.astype(np.float32), b.data.astype(np.float32))
@@ -121,7 +109,7 @@ def gpu_builder_class(base):
             if element.name not in ML_DTYPES:  # by name: every load pays for this test
                 return base.create_masked_load(self, ptrs, mask, other, *args, **kwargs)
             numpy_type = np_dtype(element)
-            bits = _bits_type(numpy_type)  # the native load takes NumPy's own types
+            bits = bits_type(numpy_type)  # the native load takes NumPy's own types
             fill = np.zeros(ptrs.data.shape, dtype=bits) if other is None else \
                 np.broadcast_to(other.data.astype(numpy_type).view(bits), ptrs.data.shape)
             loaded = interpreter._interpreter.load(ptrs.data, mask.data, np.ascontiguousarray(fill), bits)
@@ -129,7 +117,7 @@ def gpu_builder_class(base):
 
         def create_masked_store(self, ptrs, value, mask, *args, **kwargs):
             if value.dtype.name in ML_DTYPES:
-                value = TensorHandle(np.ascontiguousarray(value.data).view(_bits_type(value.data.dtype)), value.dtype)
+                value = TensorHandle(np.ascontiguousarray(value.data).view(bits_type(value.data.dtype)), value.dtype)
             return base.create_masked_store(self, ptrs, value, mask, *args, **kwargs)
 
         def create_maxnumf(self, lhs, rhs):  # tl.maximum (propagate_nan NONE): the non-NaN operand
@@ -147,20 +135,28 @@ def gpu_builder_class(base):
             return TensorHandle(_atomic_add(interpreter._interpreter, ptr.data, val.data, mask.data),
                                 val.dtype.scalar)
 
-    def _all_ones_where_zero(result, dividend, divisor):
-        """All ones where ``divisor`` is 0. A 64-bit division whose operands both fit in 32 bits
-        takes the GPU's 32-bit path: all ones of 32 bits (0x00000000ffffffff)."""
-        zero = np.broadcast_to(divisor.data == 0, result.data.shape)
-        if not zero.any():
-            return result
-        data = np.array(result.data, copy=True)
-        ones = np.full(data.shape, -1).astype(data.dtype)
-        if data.dtype.itemsize == 8:
-            narrow = np.broadcast_to((dividend.data.view(np.uint64) >> np.uint64(32)) == 0, data.shape)
-            ones[narrow] = np.array(0xFFFFFFFF).astype(data.dtype)
-        data[zero] = ones[zero]
-        return TensorHandle(data, result.dtype)
+    def all_ones_by_zero(operation):
+        """``operation`` (integer ``//`` or ``%``) giving all ones where the divisor is 0. A 64-bit
+        division whose operands both fit in 32 bits takes the GPU's 32-bit path: 0x00000000ffffffff."""
 
+        def divide(self, lhs, rhs):
+            with np.errstate(divide="ignore", invalid="ignore"):
+                result = operation(self, lhs, rhs)
+            zero = np.broadcast_to(rhs.data == 0, result.data.shape)
+            if not zero.any():
+                return result
+            data = np.array(result.data, copy=True)
+            ones = np.full(data.shape, -1).astype(data.dtype)
+            if data.dtype.itemsize == 8:
+                narrow = np.broadcast_to((lhs.data.view(np.uint64) >> np.uint64(32)) == 0, data.shape)
+                ones[narrow] = np.array(0xFFFFFFFF).astype(data.dtype)
+            data[zero] = ones[zero]
+            return TensorHandle(data, result.dtype)
+
+        return divide
+
+    for name in ("create_idiv", "create_srem", "create_urem"):  # create_sdiv/udiv call create_idiv
+        setattr(GPUBuilder, name, all_ones_by_zero(getattr(base, name)))
     for name in _FLOAT_OPERATIONS:  # integer operations (index arithmetic) pay for no check
         if hasattr(GPUBuilder, name):
             setattr(GPUBuilder, name, _refusing_fp8(name, getattr(GPUBuilder, name)))
@@ -174,17 +170,13 @@ def gpu_builder_class(base):
     return GPUBuilder
 
 
-def _bits_type(numpy_type):
-    return np.dtype(f"uint{numpy_type.itemsize * 8}")
-
-
 def _atomic_add(native, pointers, values, mask):
     """``*p += v`` element by element, in order, returning the values before each add (what the
     GPU's ``atom.add.bf16`` returns); the interpreter's native atomics have no bf16."""
     pointers = pointers.reshape(-1)
     values = np.broadcast_to(values, pointers.shape).reshape(-1)
     mask = np.broadcast_to(mask, pointers.shape).reshape(-1)
-    bits = _bits_type(values.dtype)  # the native load and store take NumPy's own types
+    bits = bits_type(values.dtype)  # the native load and store take NumPy's own types
     before = np.zeros(pointers.shape, dtype=values.dtype)
     one, nothing = np.ones(1, dtype=bool), np.zeros(1, dtype=bits)
     for index in np.flatnonzero(mask):
