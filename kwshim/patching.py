@@ -3,12 +3,14 @@ absence) recorded, and undone in reverse order.
 
 Triton's own ``_LangPatchScope`` and pytest's ``MonkeyPatch`` are the models: a ``Patch`` is held
 open for as long as the switch is on, or used as a scope (``with Patch() as patch:``) for one
-launch or one tuning run. kwshim changes nothing of Triton's, or of a kernel's, any other way.
+launch or one tuning run. ``Scope`` is the same patch prepared in advance, for what every launch
+of a wrapped kernel sets: its entries are known once, so a call records nothing as it goes. kwshim
+changes nothing of Triton's, or of a kernel's, any other way.
 """
 
-from typing import Any, List, MutableMapping, Tuple
+from typing import Any, Iterable, List, MutableMapping, Tuple
 
-__all__ = ["Patch"]
+__all__ = ["Patch", "Scope"]
 
 _ABSENT = object()  #: the prior value of a name that was not there: undoing removes it
 
@@ -65,3 +67,49 @@ class Patch:
 
     def __exit__(self, *exc_info) -> None:
         self.undo()
+
+
+class Scope:
+    """``(owner, name, value)`` entries (``owner`` a dict: an item; else an attribute, ``__class__``
+    included) set for the length of each ``call`` and restored after it, exactly as ``Patch``
+    restores them. Calls hold ``lock``: what they set is shared by every thread. While ``held`` is
+    true (set through a ``Patch``: the switch holds the same entries in place) ``call`` sets nothing.
+
+    Every launch of a ``@kwsafe`` kernel pays for ``call``, so its body is written out once per
+    scope, one statement per entry, as ``dataclasses`` writes ``__init__``: a loop over the
+    entries costs more than the whole of the rest (about 6,000 CPU instructions a launch, 0.4% of
+    a one-element kernel's launch on 3.0; ``benchmarks/instructions.py``)."""
+
+    def __init__(self, entries: Iterable[Tuple[Any, str, Any]], lock):
+        self.held = False
+        names: dict = {"scope": self, "acquire": lock.acquire, "release": lock.release, "ABSENT": _ABSENT}
+        sets, undos = [], []
+        for index, (owner, name, value) in enumerate(entries):
+            names[f"o{index}"], names[f"n{index}"], names[f"v{index}"] = owner, name, value
+            o, n, v, p = f"o{index}", f"n{index}", f"v{index}", f"p{index}"
+            if isinstance(owner, dict):
+                sets.append(f"{p} = {o}.get({n}, ABSENT); {o}[{n}] = {v}")
+                undos.append(f"if {p} is ABSENT: {o}.pop({n}, None)\n            else: {o}[{n}] = {p}")
+            elif name == "__class__":
+                sets.append(f"{p} = type({o}); {o}.__class__ = {v}")
+                undos.append(f"{o}.__class__ = {p}")
+            else:
+                sets.append(f"{p} = vars({o}).get({n}, ABSENT); setattr({o}, {n}, {v})")
+                undos.append(f"if {p} is ABSENT: delattr({o}, {n})\n            else: setattr({o}, {n}, {p})")
+        body = "".join(f"        {line}\n" for line in sets) or "        pass\n"
+        undo = "".join(f"            {line}\n" for line in reversed(undos)) or "            pass\n"
+        source = ("def call(function, *args, **kwargs):\n"
+                  "    if scope.held:\n"
+                  "        return function(*args, **kwargs)\n"
+                  "    acquire()\n"
+                  "    try:\n"
+                  f"{body}"
+                  "        try:\n"
+                  "            return function(*args, **kwargs)\n"
+                  "        finally:\n"
+                  f"{undo}"
+                  "    finally:\n"
+                  "        release()\n")
+        exec(compile(source, f"<kwshim scope of {len(sets)} entries>", "exec"), names)
+        #: ``call(function, *args, **kwargs)``: ``function(*args, **kwargs)`` with the entries set.
+        self.call = names["call"]

@@ -24,6 +24,11 @@ if __name__ == "__main__":  # the interpreter is chosen before Triton is importe
 import triton  # noqa: E402
 import triton.language as tl  # noqa: E402
 
+try:  # 3.x: the backend's libdevice through one module
+    from triton.language.extra import libdevice  # noqa: E402
+except ImportError:  # 2.x
+    libdevice = None
+
 #: The float formats of the table and, for each, the signed integer type of the same width.
 FLOATS = {"fp8e4nv": "int8", "fp8e5": "int8", "bf16": "int16", "fp16": "int16", "fp32": "int32", "fp64": "int64"}
 INTS = ["int8", "int16", "int32", "int64", "uint8", "uint32", "uint64"]
@@ -59,6 +64,10 @@ ELEMENTWISE_BINARY = ["add", "sub", "mul", "div", "maximum", "minimum", "lt", "l
 INTEGER_BINARY = ["floordiv", "mod"]
 REDUCTIONS = ["sum", "max", "min", "argmax", "argmin"]
 ARITHMETIC = ["bf16", "fp16", "fp32", "fp8e4nv", "fp8e5"]
+#: libdevice functions, on every arithmetic type (compiled takes fp32 and fp64 alone): the result
+#: type of each. fp32's values are compared for the functions whose result is exact.
+LIBDEVICE = {"exp": None, "sqrt_rn": None, "isnan": "int32", "pow": None}
+LIBDEVICE_EXACT = ("sqrt_rn", "isnan")
 
 
 def storage(type_name):
@@ -152,6 +161,11 @@ def cases():
             table.append((f"{op} {type_name}", kind, {"OP": op}, [type_name] * (1 if op == "neg" else 2), None))
     for type_name in ("bf16", "fp16", "fp32"):
         table.append((f"atomic_add {type_name}", "atomic", {}, [type_name, type_name], None))
+    for function, result in LIBDEVICE.items():
+        for type_name in ARITHMETIC:
+            if type_name != "fp32" or function in LIBDEVICE_EXACT:
+                table.append((f"libdevice.{function} {type_name}", "libdevice", {"OP": function}, [type_name],
+                              result))
     return table
 
 
@@ -302,6 +316,22 @@ def binary(x_ptr, y_ptr, out_ptr, N: tl.constexpr, IN: tl.constexpr, OUT: tl.con
 
 
 @triton.jit
+def library(x_ptr, out_ptr, N: tl.constexpr, IN: tl.constexpr, OUT: tl.constexpr, OUT_BITS: tl.constexpr,
+            BOOL: tl.constexpr, OP: tl.constexpr):
+    i = tl.arange(0, N)
+    x = tl.load(x_ptr + i).to(IN, bitcast=True)
+    if OP == "exp":
+        r = libdevice.exp(x)
+    elif OP == "sqrt_rn":
+        r = libdevice.sqrt_rn(x)
+    elif OP == "isnan":
+        r = libdevice.isnan(x)
+    else:
+        r = libdevice.pow(x, x)
+    tl.store(out_ptr + i, r.to(OUT).to(OUT_BITS, bitcast=True))
+
+
+@triton.jit
 def reduce(x_ptr, out_ptr, N: tl.constexpr, IN: tl.constexpr, OUT: tl.constexpr, OUT_BITS: tl.constexpr,
            OP: tl.constexpr):
     x = tl.load(x_ptr + tl.arange(0, N)).to(IN, bitcast=True)
@@ -341,7 +371,8 @@ def atomic(x_ptr, y_ptr, N: tl.constexpr, IN: tl.constexpr):
     tl.atomic_add(x_ptr + i, y)  # x_ptr points at IN itself
 
 
-KERNELS = {"unary": unary, "binary": binary, "reduce": reduce, "scan": scan, "dot": dot, "atomic": atomic}
+KERNELS = {"unary": unary, "binary": binary, "libdevice": library, "reduce": reduce, "scan": scan, "dot": dot,
+           "atomic": atomic}
 
 
 def _tensor(bits, type_name, device):
@@ -370,7 +401,7 @@ def run_case(case, bits, device, kernels):
     out_bits = ty[storage(out_type)] if out_type != "int1" else tl.uint8
     ins = [_tensor(b, t, device) for b, t in zip(bits, types)]
     grid = (1,)
-    if kind in ("unary", "binary"):
+    if kind in ("unary", "binary", "libdevice"):
         out = torch.zeros(len(bits[0]), dtype=ins[0].dtype if out_type == types[0] else
                           _tensor([0], storage(out_type) if out_type != "int1" else "int8", device).dtype,
                           device=device)

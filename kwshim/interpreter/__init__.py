@@ -1,5 +1,5 @@
 """The interpreter as compiled Triton computes: what kwshim puts into Triton's interpreter while the
-switch is on (``install``) and around each launch of a wrapped kernel (``launch_patches``).
+switch is on (``install``) and around each launch of a wrapped kernel (``launch_scope``).
 
 - ``fixes``: what the installed interpreter cannot run (``~`` on booleans, ``tl.sort``);
 - ``libdevice`` (with ``math_table``): the libdevice functions on the CPU;
@@ -12,7 +12,26 @@ Its modules need NumPy (the interpreter's own dependency); nothing imports them 
 interpreted, so ``import kwshim`` stays free of it.
 """
 
-__all__ = ["install", "launch_patches", "INSTALLED"]
+import threading
+
+__all__ = ["install", "launch_scope", "LAUNCH_LOCK"]
+
+#: Serializes what interpreted launches share: the interpreter's one builder object and module
+#: globals (the GPU arithmetic sets them for a launch), and from 3.6 ``triton.language``, which the
+#: interpreter patches for each launch and restores afterwards (two launches in two threads break
+#: each other: "Did you forget to add @triton.jit ?").
+LAUNCH_LOCK = threading.RLock()
+
+_NUMERICS: list = []  #: the one ``Scope`` of the GPU arithmetic, built at the first interpreted launch
+
+
+def _numerics():
+    from ..patching import Scope
+    from .gpu_builder import entries
+
+    if not _NUMERICS:
+        _NUMERICS.append(Scope(entries(), LAUNCH_LOCK))
+    return _NUMERICS[0]
 
 
 def install(patch) -> None:
@@ -23,19 +42,24 @@ def install(patch) -> None:
     fixes.install(patch)
     for owner, name, value in gpu_builder.entries():
         patch.set(owner, name, value)
-    patch.setitem(INSTALLED, "numerics", True)  # launches skip setting them again
+    patch.setattr(_numerics(), "held", True)  # launches find them in place and set nothing
     libdevice.install(patch)
 
 
-#: ``{"numerics": True}`` while the switch holds the GPU arithmetic in place (set through its patch).
-INSTALLED = {"numerics": False}
-
-
-def launch_patches(fn):
-    """``(numerics, swaps)``: the ``(owner, name, value)`` entries to set for each launch of the
-    kernel whose function is ``fn``: the GPU's arithmetic (not needed while ``INSTALLED["numerics"]``),
-    and the libdevice functions and modules it or its jitted helpers name as globals."""
+def launch_scope(fn):
+    """``scoped(function, *args, **kwargs)``: an interpreter launch of the kernel whose function is
+    ``fn``, run with the GPU's arithmetic set (unless the switch holds it) and the libdevice
+    functions and modules ``fn`` or its jitted helpers name as globals; None where nothing is."""
+    from ..patching import Scope
     from .gpu_builder import entries
     from .libdevice import global_swaps
 
-    return tuple(entries()), tuple(global_swaps(fn))
+    numerics, swaps = _numerics(), tuple(global_swaps(fn))
+    if not swaps:
+        return numerics.call if entries() else None  # 2.x: no module-wide builder to compute with
+    both, only = Scope(entries() + swaps, LAUNCH_LOCK), Scope(swaps, LAUNCH_LOCK)
+
+    def scoped(function, *args, **kwargs):
+        return (only if numerics.held else both).call(function, *args, **kwargs)
+
+    return scoped

@@ -65,6 +65,14 @@ def gpu_builder_class(base):
     def np_dtype(tt):
         return interpreter._get_np_dtype(tt)
 
+    def load_through_bits(ptrs, mask, other, element):
+        numpy_type = np_dtype(element)
+        bits = bits_type(numpy_type)  # the native load takes NumPy's own types
+        fill = np.zeros(ptrs.data.shape, dtype=bits) if other is None else \
+            np.broadcast_to(other.data.astype(numpy_type).view(bits), ptrs.data.shape)
+        loaded = interpreter._interpreter.load(ptrs.data, mask.data, np.ascontiguousarray(fill), bits)
+        return TensorHandle(loaded.view(numpy_type), element)
+
     def convert(self, src, dst_type, toward_zero=False):
         source, target = src.dtype.scalar, dst_type.scalar
         if source.is_floating() and target.is_floating() and not (source.is_fp8e4b15() or target.is_fp8e4b15()):
@@ -108,12 +116,7 @@ def gpu_builder_class(base):
             element = ptrs.get_element_ty()
             if element.name not in ML_DTYPES:  # by name: every load pays for this test
                 return base.create_masked_load(self, ptrs, mask, other, *args, **kwargs)
-            numpy_type = np_dtype(element)
-            bits = bits_type(numpy_type)  # the native load takes NumPy's own types
-            fill = np.zeros(ptrs.data.shape, dtype=bits) if other is None else \
-                np.broadcast_to(other.data.astype(numpy_type).view(bits), ptrs.data.shape)
-            loaded = interpreter._interpreter.load(ptrs.data, mask.data, np.ascontiguousarray(fill), bits)
-            return TensorHandle(loaded.view(numpy_type), element)
+            return load_through_bits(ptrs, mask, other, element)
 
         def create_masked_store(self, ptrs, value, mask, *args, **kwargs):
             if value.dtype.name in ML_DTYPES:
@@ -155,11 +158,30 @@ def gpu_builder_class(base):
 
         return divide
 
+    if _is_native_one_liner(base.create_masked_load, _NATIVE_LOAD):  # our frame in place of the interpreter's
+        def direct_load(self, ptrs, mask, other, *args, **kwargs):
+            element = ptrs.get_element_ty()
+            if element.name in ML_DTYPES:
+                return load_through_bits(ptrs, mask, other, element)
+            numpy_type = interpreter._get_np_dtype(element)
+            fill = np.zeros_like(ptrs.data, dtype=numpy_type) if other is None else other.data
+            return TensorHandle(interpreter._interpreter.load(ptrs.data, mask.data, fill, numpy_type), element)
+
+        GPUBuilder.create_masked_load = direct_load
+    if _is_native_one_liner(base.create_masked_store, _NATIVE_STORE):
+        def direct_store(self, ptrs, value, mask, *args, **kwargs):
+            data = value.data
+            if value.dtype.name in ML_DTYPES:
+                data = np.ascontiguousarray(data).view(bits_type(data.dtype))
+            return interpreter._interpreter.store(ptrs.data, data, mask.data)
+
+        GPUBuilder.create_masked_store = direct_store
     for name in ("create_idiv", "create_srem", "create_urem"):  # create_sdiv/udiv call create_idiv
         setattr(GPUBuilder, name, all_ones_by_zero(getattr(base, name)))
     for name in _FLOAT_OPERATIONS:  # integer operations (index arithmetic) pay for no check
-        if hasattr(GPUBuilder, name):
-            setattr(GPUBuilder, name, _refusing_fp8(name, getattr(GPUBuilder, name)))
+        operation = getattr(GPUBuilder, name, None)
+        if operation is not None:
+            setattr(GPUBuilder, name, _refusing_fp8(name, operation, _binary_ufunc(operation)))
     if not hasattr(base, "get_bf16"):  # a bf16 constant, rounded to bf16 first as compiled rounds it
         def get_bf16(self, value):
             return self.create_fp_trunc(self.get_fp32(value), tl.bfloat16)
@@ -194,21 +216,64 @@ _FLOAT_OPERATIONS = (
     *(f"create_fcmp{p}" for p in ("OLT", "OGT", "OLE", "OGE", "OEQ", "ONE", "ULT", "UGT", "ULE", "UGE", "UEQ", "UNE")))
 
 
+def _binary_ufunc(method):
+    """The NumPy ufunc ``method`` (a builder method) hands to ``self.binary_op``, where that is all
+    it does (``lambda self, lhs, rhs: self.binary_op(lhs, rhs, np.add)`` on 3.0-3.9), else None.
+    Probed by calling it on a recorder."""
+
+    class Recorder:
+        def binary_op(self, lhs, rhs, op):
+            return ("binary_op", lhs, rhs, op)
+
+    lhs, rhs = object(), object()
+    try:
+        found = method(Recorder(), lhs, rhs)
+    except Exception:
+        return None
+    if type(found) is tuple and found[:3] == ("binary_op", lhs, rhs) and isinstance(found[3], np.ufunc):
+        return found[3]
+    return None
+
+
+#: What the interpreter's masked load and store name where each is a straight call of the native
+#: load or store (3.0-3.9): then kwshim's own does the same call, in place of calling it.
+_NATIVE_LOAD = frozenset({"get_element_ty", "_get_np_dtype", "TensorHandle", "np", "zeros_like", "data",
+                          "_interpreter", "load"})
+_NATIVE_STORE = frozenset({"_interpreter", "store", "data"})
+
+
+def _is_native_one_liner(method, names) -> bool:
+    code = getattr(method, "__code__", None)
+    return code is not None and frozenset(code.co_names) == names
+
+
 _WORDS = {"fadd": "add", "fsub": "sub", "fmul": "mul", "fdiv": "div", "frem": "mod", "precise_divf": "div",
           "minimumf": "minimum", "maximumf": "maximum", "minnumf": "minimum", "maxnumf": "maximum", "fma": "fma"}
 
 
-def _refusing_fp8(name, operation):
-    """``operation`` (a builder method), refusing fp8 operands as compiled Triton does."""
+def _refusing_fp8(name, operation, ufunc=None):
+    """``operation`` (a builder method), refusing fp8 operands as compiled Triton does. Where it
+    is ``self.binary_op(lhs, rhs, ufunc)`` (``_binary_ufunc``), the check calls that itself: one
+    frame in place of the interpreter's, so fp32 arithmetic pays for no extra call."""
 
     operation_name = name[len("create_"):]
     word = _WORDS.get(operation_name, "a comparison" if operation_name.startswith("fcmp") else operation_name)
 
-    def checked(self, lhs, *rest):
+    def refuse(lhs):
+        _refuse(f"{word} on {_name(lhs.dtype.scalar)} values",
+                "convert them to fp16, bf16 or fp32 first (fp8 is a storage format there)")
+
+    def calling_binary_op(self, lhs, rhs):
         if lhs.data.dtype.itemsize == 1:  # a float operation on 8-bit data: fp8
-            _refuse(f"{word} on {_name(lhs.dtype.scalar)} values",
-                    "convert them to fp16, bf16 or fp32 first (fp8 is a storage format there)")
+            refuse(lhs)
+        return self.binary_op(lhs, rhs, ufunc)
+
+    def calling_operation(self, lhs, *rest):
+        if lhs.data.dtype.itemsize == 1:
+            refuse(lhs)
         return operation(self, lhs, *rest)
+
+    checked = calling_operation if ufunc is None else calling_binary_op
 
     checked.__name__ = name
     return checked

@@ -10,10 +10,17 @@ flowing into arithmetic. Two seams, both through a ``Patch``: the modules' attri
 switch is on (``install``), and, for each launch of a wrapped kernel, the globals of the kernel and
 its jitted helpers that name a libdevice function or module (``global_swaps``), which reaches
 ``from ...libdevice import tanh`` done before anything was switched on.
+
+Each implementation takes the argument types compiled Triton takes: the keys of the table the
+stub hands to ``core.extern_elementwise`` (``_accepted_types``; for ``extra.libdevice``, whose
+stubs compile to the backend's, the CUDA module's table: the NVIDIA GPU kwshim follows). Any other
+types (bf16, fp16 and fp8 for every function on 3.0-3.9) raise ``UncompilableError``, where
+compiled Triton fails to compile the kernel.
 """
 
 import functools
 import importlib
+import inspect
 import sys
 import types
 from typing import Any, Dict, List, Tuple
@@ -33,7 +40,7 @@ _TRITON_TYPES = {np.dtype(np.bool_): "int1", np.dtype(np.int8): "int8", np.dtype
                  np.dtype(np.float16): "float16", np.dtype(np.float32): "float32", np.dtype(np.float64): "float64"}
 
 
-def _element_wise(name, numpy_fn, result_dtype):
+def _element_wise(name, numpy_fn, result_dtype, accepted=None):
     def implementation(*args, **ignored):
         import triton.language as tl
         from triton.runtime.interpreter import TensorHandle
@@ -41,6 +48,8 @@ def _element_wise(name, numpy_fn, result_dtype):
         tensors = [a for a in args if isinstance(a, tl.tensor)]
         if not tensors:
             raise TypeError(f"libdevice.{name}() needs a tensor argument")
+        if accepted is not None:
+            _check_types(name, args, accepted)
         like = tensors[0]
         arrays = []
         for a in args:
@@ -60,6 +69,63 @@ def _element_wise(name, numpy_fn, result_dtype):
     implementation.__name__ = name
     implementation.__qualname__ = f"libdevice.{name}"
     return implementation
+
+
+def _type_name(value) -> str:
+    """The Triton type name compiled Triton's ``to_tensor`` gives an argument."""
+    import triton.language as tl
+
+    value = value.value if isinstance(value, tl.constexpr) else value
+    if isinstance(value, tl.tensor):
+        return value.dtype.name
+    if isinstance(value, bool):
+        return "int1"
+    if isinstance(value, int):
+        return next(t for t, low, high in (("int32", -2**31, 2**31), ("uint32", 0, 2**32), ("int64", -2**63, 2**63))
+                    if low <= value < high) if -2**63 <= value < 2**63 else "uint64"
+    if isinstance(value, float):
+        return "fp64" if abs(value) > 3.4028234663852886e38 and value == value and abs(value) != float("inf") \
+            else "fp32"
+    return type(value).__name__
+
+
+def _check_types(name, args, accepted):
+    types_given = tuple(_type_name(a) for a in args)
+    if types_given not in accepted:
+        from ..errors import UncompilableError
+
+        takes = ", ".join("(" + ", ".join(key) + ")" for key in sorted(accepted))
+        raise UncompilableError(
+            f"kwshim: compiled Triton has no libdevice.{name} for arguments of type ({', '.join(types_given)}): "
+            f"it takes {takes}; convert the arguments (x.to(tl.float32)) as a compiled kernel must")
+
+
+def _accepted_types(stub):
+    """The argument type tuples (names: ``("fp32",)``) that compiled Triton dispatches the libdevice
+    function ``stub`` on: the table it hands to ``core.extern_elementwise``, read from that call's
+    frame after an argument nothing can convert stops it. None where no such table is found."""
+    try:
+        parameters = inspect.signature(stub).parameters
+    except (TypeError, ValueError):
+        return None
+    keyword = next((k for k in ("_semantic", "_builder") if k in parameters), None)
+    positional = [p for p in parameters.values() if p.kind == p.POSITIONAL_OR_KEYWORD and not p.name.startswith("_")]
+    if keyword is None:
+        return None
+    try:
+        stub(*[_Unconvertible()] * len(positional), **{keyword: _Unconvertible()})
+    except Exception as exc:
+        trace = exc.__traceback__
+        while trace is not None:
+            table = trace.tb_frame.f_locals.get("arg_type_symbol_dict")
+            if isinstance(table, dict) and table:
+                return frozenset(tuple(getattr(t, "name", str(t)) for t in key) for key in table)
+            trace = trace.tb_next
+    return None
+
+
+class _Unconvertible:
+    """An argument, and a front end, that nothing can use: the stub stops at its first step."""
 
 
 def _missing(name, release):
@@ -85,6 +151,10 @@ def _replacements():
     functions: Dict[int, Any] = {}
     modules: Dict[int, Any] = {}
     keep = _KEPT  # the originals, so that their ids stay theirs
+    try:  # the NVIDIA target's types: extra.libdevice's stubs (3.x) are resolved to it when compiled
+        cuda = vars(importlib.import_module(_MODULES[1]))
+    except ImportError:
+        cuda = {}
     for module_name in _MODULES:
         try:
             module = importlib.import_module(module_name)
@@ -95,7 +165,10 @@ def _replacements():
             if name.startswith("_") or not callable(value) or isinstance(value, (type, types.ModuleType)):
                 continue
             if name in TABLE:
-                replacement = _element_wise(name, *TABLE[name])
+                accepted = _accepted_types(value)
+                if accepted is None and callable(cuda.get(name)):
+                    accepted = _accepted_types(cuda[name])
+                replacement = _element_wise(name, *TABLE[name], accepted)
             else:
                 replacement = _missing(name, triton.__version__)
             functions.setdefault(id(value), replacement)

@@ -14,7 +14,6 @@ import copy
 import functools
 import importlib
 import pickle
-import threading
 import weakref
 from typing import Any, Dict, Tuple
 
@@ -29,11 +28,10 @@ from .binding import BindingPlan, check_signature
 __all__ = ["KwsafeKernel", "LaunchPaths", "paths_of", "launcher_via_paths", "RunSlot", "fix_in_place",
            "is_fixed_in_place"]
 
-#: Serializes interpreted launches where the interpreter needs it: from 3.6 it patches
-#: triton.language for the length of each launch and restores it afterwards, so two launches in
-#: two threads break each other ("Did you forget to add @triton.jit ?"). Earlier releases patch
-#: once and leave it, and take no lock (it cost about 1% of a launch there).
-_LAUNCH_LOCK = threading.RLock()
+#: Serializes interpreted launches where the interpreter needs it (``interpreter.LAUNCH_LOCK``: from
+#: 3.6 it patches triton.language for the length of each launch). Earlier releases patch once and
+#: leave it, and take no lock but while a launch sets the GPU arithmetic (``interpreter.launch_scope``).
+_LAUNCH_LOCK = interpreter.LAUNCH_LOCK
 
 
 class LaunchPaths:
@@ -67,12 +65,11 @@ class LaunchPaths:
         checked = options.option_names() | frozenset(options.DEPRECATED)
         injected_names = frozenset(injected)
         this = weakref.ref(kernel)  # held weakly: the table of paths must not keep a kernel alive
-        raw = _raw_launch(this, getitem, method_run, lock)
         convert = scalars.converter(kernel)  # None: no runtime scalar needs typing
-        numerics, swaps = interpreter.launch_patches(kernel.fn)  # GPU arithmetic, libdevice named by its globals
-        if numerics or swaps:  # every way into the interpreter (the fast path too) runs with them set
-            getitem, method_run = _with_patches(getitem, method_run, numerics, swaps)
-            raw = _raw_launch(this, getitem, method_run, lock)
+        # GPU arithmetic, and libdevice named by its globals: every way into the interpreter (the
+        # fast path too) runs through ``scoped`` (None: nothing to set)
+        scoped = interpreter.launch_scope(kernel.fn)
+        raw = _raw_launch(this, getitem, method_run, lock, scoped)
 
         def with_injected(kwargs):
             """The launch's keywords as compiled ``run`` completes them (a copy). Called where that
@@ -127,6 +124,15 @@ class LaunchPaths:
                     # every parameter given positionally: bound as it is, launched with no extra frame
                     if convert is not None:
                         args = convert(args)
+                    if scoped is not None:  # the GPU arithmetic set for the launch: no extra frame either
+                        if lock is None:
+                            if method_run is None:
+                                return scoped(getitem(kernel, grid), *args)
+                            return scoped(method_run, kernel, *args, grid=grid, warmup=False)
+                        with lock:
+                            if method_run is None:
+                                return scoped(getitem(kernel, grid), *args)
+                            return scoped(method_run, kernel, *args, grid=grid, warmup=False)
                     if lock is None:
                         if method_run is None:
                             return getitem(kernel, grid)(*args)
@@ -175,48 +181,35 @@ def _tuple_grid(grid):
     return as_tuple
 
 
-def _with_patches(getitem, method_run, numerics, swaps):
-    """The interpreter's launch methods, each running the launch with the ``(owner, name, value)``
-    entries of ``numerics`` and ``swaps`` set (through ``Patch``, under the launch lock: module
-    globals and the interpreter's builder are shared by every thread). While the switch holds the
-    numerics in place, only ``swaps`` are set, and a launch with none runs as it is."""
-    both = numerics + swaps
-    installed = interpreter.INSTALLED
-
-    def scoped(call, *args, **kwargs):
-        entries = swaps if installed["numerics"] else both
-        if not entries:
-            return call(*args, **kwargs)
-        with _LAUNCH_LOCK, Patch() as patch:
-            for owner, name, value in entries:
-                patch.set(owner, name, value)
-            return call(*args, **kwargs)
-
-    if method_run is not None:
-        def run(kernel, *args, **kwargs):
-            return scoped(method_run, kernel, *args, **kwargs)
-
-        return getitem, run
-
-    def item(kernel, grid):
-        executor = getitem(kernel, grid)
-        return lambda *args, **kwargs: scoped(executor, *args, **kwargs)
-
-    return item, None
-
-
-def _raw_launch(this, getitem, method_run, lock):
+def _raw_launch(this, getitem, method_run, lock, scoped):
     """``raw(grid, positional, keywords)``: the bare interpreter's launch of the kernel ``this``
-    refers to, serialized where the release needs it. One function per case, so that a launch
-    pays for no test it does not need."""
+    refers to, serialized where the release needs it, run through ``scoped`` where that is not None
+    (``interpreter.launch_scope``). One function per case, so that a launch pays for no test it
+    does not need."""
     if method_run is not None:  # 3.6+: the interpreter's run is a method
-        if lock is not None:
+        if scoped is not None:
+            if lock is not None:
+                def raw(grid, args, kwargs):
+                    with lock:
+                        return scoped(method_run, this(), *args, grid=grid, warmup=False, **kwargs)
+            else:
+                def raw(grid, args, kwargs):
+                    return scoped(method_run, this(), *args, grid=grid, warmup=False, **kwargs)
+        elif lock is not None:
             def raw(grid, args, kwargs):
                 with lock:
                     return method_run(this(), *args, grid=grid, warmup=False, **kwargs)
         else:
             def raw(grid, args, kwargs):
                 return method_run(this(), *args, grid=grid, warmup=False, **kwargs)
+    elif scoped is not None:
+        if lock is not None:
+            def raw(grid, args, kwargs):
+                with lock:
+                    return scoped(getitem(this(), grid), *args, **kwargs)
+        else:
+            def raw(grid, args, kwargs):
+                return scoped(getitem(this(), grid), *args, **kwargs)
     elif lock is not None:
         def raw(grid, args, kwargs):
             with lock:
