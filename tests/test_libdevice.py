@@ -191,3 +191,47 @@ def test_a_wrapped_kernel_gets_libdevice_without_the_switch_even_imported_by_nam
     torch.testing.assert_close(out, torch.tanh(x) + torch.rsqrt(x))
     assert imported_tanh is vars(module)["tanh"] and imported_libdevice is module  # globals put back
     assert not kwshim.doors.switch.is_active()
+
+
+@triton.jit
+def apply_unary(x_ptr, out_ptr):
+    offsets = tl.arange(0, 4)
+    tl.store(out_ptr + offsets, FUNCTION(tl.load(x_ptr + offsets)).to(tl.float32))
+
+
+@needs_block_loads
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
+def test_a_half_width_argument_is_refused_as_compiled_triton_refuses_it(dtype):
+    """Compiled Triton's libdevice takes fp32 and fp64 alone: a bf16 or fp16 argument fails to
+    compile (measured on the H200: the numerics table's libdevice rows)."""
+    global FUNCTION
+    module = libdevice()
+    x, out = torch.tensor([0.5, 1.0, 2.0, 3.5]).to(dtype), torch.zeros(4)
+    with kwshim.activate(), pytest.raises(Exception) as caught:
+        FUNCTION = module.exp
+        apply_unary[(1,)](x, out)
+    name = {torch.float16: "fp16", torch.bfloat16: "bf16"}[dtype]
+    assert f"kwshim: compiled Triton has no libdevice.exp for arguments of type ({name}): it takes (fp32), (fp64)" \
+        in str(caught.value)
+    assert out.tolist() == [0.0] * 4
+
+
+@triton.jit
+def power_of_int(x_ptr, out_ptr):
+    offsets = tl.arange(0, 4)
+    tl.store(out_ptr + offsets, MODULE.pow(tl.load(x_ptr + offsets), 2))
+
+
+@needs_block_loads
+def test_the_types_taken_are_compiled_triton_s_own_table():
+    from kwshim.interpreter.libdevice import _accepted_types
+
+    global MODULE
+    MODULE = libdevice()
+    cuda = importlib.import_module("triton.language.extra.cuda.libdevice")
+    assert _accepted_types(cuda.exp) == {("fp32",), ("fp64",)}
+    assert ("fp32", "int32") in _accepted_types(cuda.pow) and ("fp32", "fp64") not in _accepted_types(cuda.pow)
+    x, out = torch.tensor([0.5, 1.0, 2.0, 3.5]), torch.zeros(4)
+    with kwshim.activate():  # a Python int is an int32 to compiled Triton: pow takes (fp32, int32)
+        power_of_int[(1,)](x, out)
+    assert out.tolist() == (x ** 2).tolist()

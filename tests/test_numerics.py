@@ -221,3 +221,34 @@ def test_scalars_are_typed_as_compiled():
     assert result.item() == pytest.approx(1.0001, abs=1e-7)  # fp32 math, not fp16 (which gives 1.0)
     with pytest.raises(TypeError, match="failed to specialize argument of type: numpy.float32"):
         times_scalar[(1,)](x, result, np.float32(1.0001))
+
+
+# -- what each launch pays for: the builder's probes of the interpreter's one-line methods ---------
+
+def test_the_probe_finds_an_operation_that_only_hands_a_ufunc_to_binary_op():
+    from kwshim.interpreter.gpu_builder import _binary_ufunc
+
+    assert _binary_ufunc(lambda self, lhs, rhs: self.binary_op(lhs, rhs, np.add)) is np.add
+    assert _binary_ufunc(lambda self, lhs, rhs: self.binary_op(rhs, lhs, np.add)) is None  # operands swapped
+    assert _binary_ufunc(lambda self, lhs, rhs: self.binary_op(lhs, rhs, lambda a, b: a + b)) is None
+    assert _binary_ufunc(lambda self, lhs, rhs: lhs.data) is None
+
+
+@needs_gpu_arithmetic
+def test_fp8_is_refused_on_both_paths_the_builder_takes():
+    from kwshim.errors import UncompilableError
+    from kwshim.interpreter import gpu_builder
+
+    fp8 = type("Handle", (), {"data": np.zeros(4, np.uint8), "dtype": tl.float8e4nv})()
+    calls = []
+    direct = gpu_builder._refusing_fp8("create_fadd", None, np.add)
+    wrapped = gpu_builder._refusing_fp8("create_fma", lambda self, *args: calls.append(args), None)
+    for checked in (direct, wrapped):
+        with pytest.raises(UncompilableError, match="kwshim: compiled Triton cannot lower"):
+            checked(object(), fp8, fp8)
+    assert not calls
+    import triton.runtime.interpreter as interpreter
+
+    builder_class = gpu_builder.gpu_builder_class(type(interpreter.interpreter_builder))
+    assert builder_class.create_fadd.__code__.co_name == "calling_binary_op"  # 3.0-3.9: no frame of the interpreter's
+    assert builder_class.create_masked_store.__name__ == "direct_store"

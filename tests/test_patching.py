@@ -61,3 +61,50 @@ def test_a_refused_setattr_records_nothing():
     with pytest.raises(AttributeError):
         patch.setattr(frozen, "x", 1)
     assert not patch
+
+
+# -- Scope: the same patch, prepared once, for every launch of a wrapped kernel ------------------
+
+def test_a_scope_sets_its_entries_for_the_call_and_restores_each_as_it_was():
+    import threading
+
+    from kwshim.patching import Scope
+
+    owner = type("Owner", (Base,), {"own": 1})
+    instance, namespace = Base(), {"kept": 1}
+    derived = type("Derived", (Base,), {})
+    scope = Scope([(owner, "own", 2), (owner, "inherited", "patched"), (owner, "new", 3), (instance, "__class__", derived),
+                   (namespace, "kept", 2), (namespace, "added", 3)], threading.RLock())
+    seen = scope.call(lambda: (owner.own, owner.inherited, owner.new, type(instance), dict(namespace)))
+    assert seen == (2, "patched", 3, derived, {"kept": 2, "added": 3})
+    assert owner.own == 1 and "inherited" not in vars(owner) and not hasattr(owner, "new")
+    assert type(instance) is Base and namespace == {"kept": 1}
+
+
+def test_a_scope_restores_when_the_call_raises_passes_arguments_and_holds_its_lock():
+    import threading
+
+    from kwshim.patching import Scope
+
+    lock, namespace = threading.RLock(), {"x": 1}
+    scope = Scope([(namespace, "x", 2)], lock)
+    with pytest.raises(ZeroDivisionError):
+        scope.call(lambda: 1 / 0)
+    assert namespace == {"x": 1}
+    held = scope.call(lambda a, b=0: (a, b, namespace["x"], lock._is_owned()), 5, b=6)
+    assert held == (5, 6, 2, True) and not lock._is_owned()
+
+
+def test_a_held_scope_sets_nothing_and_a_nested_call_restores_to_the_outer_values():
+    import threading
+
+    from kwshim.patching import Scope
+
+    namespace = {"x": 1}
+    scope = Scope([(namespace, "x", 2)], threading.RLock())
+    with Patch() as patch:
+        patch.setattr(scope, "held", True)  # as the switch holds the GPU arithmetic
+        assert scope.call(lambda: namespace["x"]) == 1
+    assert scope.held is False
+    assert scope.call(lambda: (scope.call(lambda: namespace["x"]), namespace["x"])) == (2, 2)
+    assert namespace == {"x": 1}
