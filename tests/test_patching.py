@@ -73,8 +73,9 @@ def test_a_scope_sets_its_entries_for_the_call_and_restores_each_as_it_was():
     owner = type("Owner", (Base,), {"own": 1})
     instance, namespace = Base(), {"kept": 1}
     derived = type("Derived", (Base,), {})
-    scope = Scope([(owner, "own", 2), (owner, "inherited", "patched"), (owner, "new", 3), (instance, "__class__", derived),
-                   (namespace, "kept", 2), (namespace, "added", 3)], threading.RLock())
+    scope = Scope([(owner, "own", 2), (owner, "inherited", "patched"), (owner, "new", 3),
+                   (instance, "__class__", derived), (namespace, "kept", 2), (namespace, "added", 3)],
+                  threading.RLock())
     seen = scope.call(lambda: (owner.own, owner.inherited, owner.new, type(instance), dict(namespace)))
     assert seen == (2, "patched", 3, derived, {"kept": 2, "added": 3})
     assert owner.own == 1 and "inherited" not in vars(owner) and not hasattr(owner, "new")
