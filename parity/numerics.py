@@ -166,8 +166,8 @@ def cases():
     for function, result in LIBDEVICE.items():
         for type_name in ARITHMETIC:
             if type_name != "fp32" or function in LIBDEVICE_EXACT:
-                table.append((f"libdevice.{function} {type_name}", "libdevice", {"OP": function}, [type_name],
-                              result))
+                table.append((f"libdevice.{function} {type_name}", "unary", {"OP": f"libdevice.{function}"},
+                              [type_name], result))
     return table
 
 
@@ -271,6 +271,14 @@ def unary(x_ptr, out_ptr, N: tl.constexpr, IN: tl.constexpr, OUT: tl.constexpr, 
         r = x + 1
     elif OP == "mul_point_one":
         r = x * 0.1
+    elif OP == "libdevice.exp":
+        r = libdevice.exp(x)
+    elif OP == "libdevice.sqrt_rn":
+        r = libdevice.sqrt_rn(x)
+    elif OP == "libdevice.isnan":
+        r = libdevice.isnan(x)
+    elif OP == "libdevice.pow":
+        r = libdevice.pow(x, x)
     else:
         r = 0 - x
     if BOOL:
@@ -318,22 +326,6 @@ def binary(x_ptr, y_ptr, out_ptr, N: tl.constexpr, IN: tl.constexpr, OUT: tl.con
 
 
 @triton.jit
-def library(x_ptr, out_ptr, N: tl.constexpr, IN: tl.constexpr, OUT: tl.constexpr, OUT_BITS: tl.constexpr,
-            BOOL: tl.constexpr, OP: tl.constexpr):
-    i = tl.arange(0, N)
-    x = tl.load(x_ptr + i).to(IN, bitcast=True)
-    if OP == "exp":
-        r = libdevice.exp(x)
-    elif OP == "sqrt_rn":
-        r = libdevice.sqrt_rn(x)
-    elif OP == "isnan":
-        r = libdevice.isnan(x)
-    else:
-        r = libdevice.pow(x, x)
-    tl.store(out_ptr + i, r.to(OUT).to(OUT_BITS, bitcast=True))
-
-
-@triton.jit
 def reduce(x_ptr, out_ptr, N: tl.constexpr, IN: tl.constexpr, OUT: tl.constexpr, OUT_BITS: tl.constexpr,
            OP: tl.constexpr):
     x = tl.load(x_ptr + tl.arange(0, N)).to(IN, bitcast=True)
@@ -373,8 +365,7 @@ def atomic(x_ptr, y_ptr, N: tl.constexpr, IN: tl.constexpr):
     tl.atomic_add(x_ptr + i, y)  # x_ptr points at IN itself
 
 
-KERNELS = {"unary": unary, "binary": binary, "libdevice": library, "reduce": reduce, "scan": scan, "dot": dot,
-           "atomic": atomic}
+KERNELS = {"unary": unary, "binary": binary, "reduce": reduce, "scan": scan, "dot": dot, "atomic": atomic}
 
 
 def _tensor(bits, type_name, device):
@@ -403,7 +394,7 @@ def run_case(case, bits, device, kernels):
     out_bits = ty[storage(out_type)] if out_type != "int1" else tl.uint8
     ins = [_tensor(b, t, device) for b, t in zip(bits, types)]
     grid = (1,)
-    if kind in ("unary", "binary", "libdevice"):
+    if kind in ("unary", "binary"):
         out = torch.zeros(len(bits[0]), dtype=ins[0].dtype if out_type == types[0] else
                           _tensor([0], storage(out_type) if out_type != "int1" else "int8", device).dtype,
                           device=device)
