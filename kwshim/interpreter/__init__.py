@@ -12,6 +12,7 @@ Its modules need NumPy (the interpreter's own dependency); nothing imports them 
 interpreted, so ``import kwshim`` stays free of it.
 """
 
+import functools
 import threading
 
 __all__ = ["install", "launch_scope", "LAUNCH_LOCK"]
@@ -22,16 +23,14 @@ __all__ = ["install", "launch_scope", "LAUNCH_LOCK"]
 #: each other: "Did you forget to add @triton.jit ?").
 LAUNCH_LOCK = threading.RLock()
 
-_NUMERICS: list = []  #: the one ``Scope`` of the GPU arithmetic, built at the first interpreted launch
 
-
+@functools.lru_cache(maxsize=None)
 def _numerics():
+    """The one ``Scope`` of the GPU arithmetic, shared by every kernel, built at the first interpreted launch."""
     from ..patching import Scope
     from .gpu_builder import entries
 
-    if not _NUMERICS:
-        _NUMERICS.append(Scope(entries(), LAUNCH_LOCK))
-    return _NUMERICS[0]
+    return Scope(entries(), LAUNCH_LOCK)
 
 
 def install(patch) -> None:

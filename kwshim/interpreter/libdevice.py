@@ -81,8 +81,10 @@ def _type_name(value) -> str:
     if isinstance(value, bool):
         return "int1"
     if isinstance(value, int):
-        return next(t for t, low, high in (("int32", -2**31, 2**31), ("uint32", 0, 2**32), ("int64", -2**63, 2**63))
-                    if low <= value < high) if -2**63 <= value < 2**63 else "uint64"
+        for type_name, low, high in (("int32", -2**31, 2**31), ("uint32", 0, 2**32), ("int64", -2**63, 2**63)):
+            if low <= value < high:
+                return type_name
+        return "uint64"
     if isinstance(value, float):
         return "fp64" if abs(value) > 3.4028234663852886e38 and value == value and abs(value) != float("inf") \
             else "fp32"
