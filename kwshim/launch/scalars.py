@@ -139,49 +139,63 @@ class ScalarTyping:
         #: (position, the annotated dtype or None, whether an int 1 is specialised)
         self.slots = slots
         self.floats, self.bools = floats, bools
+        #: the types seen whose values are never typed (tensors, None, strings, ...)
+        self.passing: set = set()
 
     def convert(self, args: Sequence[Any]) -> Sequence[Any]:
         converted: Optional[List[Any]] = None
+        passing, count = self.passing, len(args)
         for position, dtype, specialise_one in self.slots:
-            if position >= len(args):
+            if position >= count:
                 break
             value = args[position]
-            kind = type(value)
-            if kind is float or (kind.__module__ == "numpy" and kind.__name__ in _NUMPY_FLOATS):
-                if kind is float and self.floats and dtype is None:
-                    continue
-                if kind.__name__ != "float64" and kind is not float:  # compiled: not a float subclass
-                    from ..errors import LaunchArgumentError
-
-                    raise LaunchArgumentError(f"failed to specialize argument of type: numpy.{kind.__name__} "
-                                              f"(kwshim: compiled Triton refuses it; pass float(value))")
-                import triton.language as tl
-
-                new = _scalar(float(value), dtype if dtype is not None and dtype.is_floating() else tl.float32)
-            elif kind is bool and not (self.bools and dtype is None):
-                import triton.language as tl
-
-                new = _scalar(value, tl.int1)
-            elif kind is int:
-                if dtype is not None and dtype.is_int() and not dtype.is_bool():
-                    new = _scalar(value, dtype)  # ``n: tl.int64`` receives an int64, as compiled
-                elif value == 1 and specialise_one:
-                    import triton.language as tl
-
-                    new = tl.constexpr(1)
-                elif 2 ** 31 <= value < 2 ** 32:  # compiled Triton types it i64; the interpreter u32
-                    import triton.language as tl
-
-                    new = _scalar(value, tl.int64)
-                else:
-                    continue
-            else:
+            if type(value) in passing:  # a tensor, None, ...: the common case, one set lookup
+                continue
+            new = self.typed(value, dtype, specialise_one)
+            if new is _KEPT:
                 continue
             if converted is None:
                 converted = list(args)
             converted[position] = new
         return args if converted is None else converted
 
+    def typed(self, value, dtype, specialise_one):
+        """``value`` as compiled Triton hands it to a slot annotated ``dtype`` (None: not), or ``_KEPT``."""
+        kind = type(value)
+        if kind is float or (kind.__module__ == "numpy" and kind.__name__ in _NUMPY_FLOATS):
+            if kind is float and self.floats and dtype is None:
+                return _KEPT
+            if kind.__name__ != "float64" and kind is not float:  # compiled: not a float subclass
+                from ..errors import LaunchArgumentError
+
+                raise LaunchArgumentError(f"failed to specialize argument of type: numpy.{kind.__name__} "
+                                          f"(kwshim: compiled Triton refuses it; pass float(value))")
+            import triton.language as tl
+
+            return _scalar(float(value), dtype if dtype is not None and dtype.is_floating() else tl.float32)
+        if kind is bool:
+            if self.bools and dtype is None:
+                return _KEPT
+            import triton.language as tl
+
+            return _scalar(value, tl.int1)
+        if kind is int:
+            if dtype is not None and dtype.is_int() and not dtype.is_bool():
+                return _scalar(value, dtype)  # ``n: tl.int64`` receives an int64, as compiled
+            if value == 1 and specialise_one:
+                import triton.language as tl
+
+                return tl.constexpr(1)
+            if 2 ** 31 <= value < 2 ** 32:  # compiled Triton types it i64; the interpreter u32
+                import triton.language as tl
+
+                return _scalar(value, tl.int64)
+            return _KEPT
+        self.passing.add(kind)  # no value of this type is ever typed here
+        return _KEPT
+
+
+_KEPT = object()  #: ``typed``'s answer for a value handed over as it is
 
 _NUMPY_FLOATS = frozenset({"float64", "float32", "float16"})
 
