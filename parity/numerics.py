@@ -50,6 +50,20 @@ KNOWN_GAPS = {
     "sum fp16 (random)": "the GPU sums fp16 in fp32, in a tree (GPU arithmetic issue): within 1 ulp",
     "dot fp16": "fp32 accumulation in the GPU's order: within 1 ulp",
     "dot fp32": "TF32 on the GPU by default (GPU arithmetic issue)",
+    **{name: "GPU arithmetic issue: the H200 differs from IEEE rounding of each operation (" + why + ")"
+       for name, why in (
+           ("dot fp32 ieee", "its own order of the fp32 accumulation"),
+           ("dot fp32 tf32x3", "three TF32 products per element"),
+           ("dot fp32 tf32", "TF32 inputs, fp32 accumulation"),
+           ("dot fp16 out fp16", "the tensor core's accumulation, rounded to fp16 once"),
+           ("dot bf16 out fp16", "the tensor core's accumulation, rounded to fp16 once"),
+           ("cumsum bf16 (random)", "accumulated in fp32"), ("cumsum fp16 (random)", "accumulated in fp32"),
+           ("cumsum fp32 (random)", "its own order"),
+           ("mul_add bf16", "one fused multiply-add"), ("mul_add fp16", "one fused multiply-add"),
+           ("mul_add fp32", "one fused multiply-add"),
+           ("exp fp32", "ex2.approx of x * log2(e)"), ("exp2 fp32", "ex2.approx"), ("log fp32", "lg2.approx"),
+           ("sqrt fp32", "sqrt.approx"), ("sin fp32", "sin.approx"), ("cos fp32", "cos.approx"),
+           ("erf fp32", "libdevice's erf, flushing subnormals"), ("sigmoid fp32", "ex2.approx and div.full"))},
     "libdevice.sqrt_rn fp32": "the H200's libdevice flushes subnormal inputs to zero (sqrt_rn(1e-40) is 0, of "
     "-1e-40 is -0.0); kwshim computes them exactly (GPU arithmetic issue: libdevice at its edges)",
 }
@@ -168,6 +182,34 @@ def cases():
             if type_name != "fp32" or function in LIBDEVICE_EXACT:
                 table.append((f"libdevice.{function} {type_name}", "unary", {"OP": f"libdevice.{function}"},
                               [type_name], result))
+    table += gpu_arithmetic_cases()
+    for type_name in ("fp32", "fp64"):  # (fp32, fp64) is not in pow's table; (fp64, fp64) is
+        table.append((f"libdevice.pow_tiny {type_name}", "unary", {"OP": "libdevice.pow_tiny"}, [type_name], None))
+    return table
+
+
+#: fp32 functions the GPU computes with approximate instructions (ex2.approx, sin.approx, ...) or libdevice
+TRANSCENDENTAL = ["exp", "exp2", "log", "sqrt", "sin", "cos", "erf", "sigmoid"]
+
+
+def gpu_arithmetic_cases():
+    """Where the GPU's arithmetic is not IEEE's exact rounding of each operation: tl.dot's input
+    precision and accumulation, sums and scans of half-width floats, contracted multiply-adds, and
+    the approximate transcendentals."""
+    table = []
+    for precision in ("ieee", "tf32x3", "tf32"):
+        table.append((f"dot fp32 {precision}", "dot", {"PRECISION": precision}, ["fp32", "fp32"], "fp32"))
+    for type_name in ("fp16", "bf16"):
+        table.append((f"dot {type_name} out fp16", "dot", {"OUT": "fp16"}, [type_name, type_name], "fp32"))
+    for type_name in ("bf16", "fp16", "fp32"):
+        table.append((f"cumsum {type_name} (random)", "scan", {"OP": "cumsum", "ROWS": "random"}, [type_name], None))
+        table.append((f"mul_add {type_name}", "binary", {"OP": "mul_add"}, [type_name, type_name], None))
+        table.append((f"mul_add {type_name} unfused", "binary", {"OP": "mul_add", "FUSION": False},
+                      [type_name, type_name], None))
+    for op in TRANSCENDENTAL:
+        table.append((f"{op} fp32", "unary", {"OP": op}, ["fp32"], None))
+    for type_name in ("bf16", "fp16"):
+        table.append((f"exp {type_name}", "unary", {"OP": "exp"}, [type_name], None))
     return table
 
 
@@ -279,6 +321,24 @@ def unary(x_ptr, out_ptr, N: tl.constexpr, IN: tl.constexpr, OUT: tl.constexpr, 
         r = libdevice.isnan(x)
     elif OP == "libdevice.pow":
         r = libdevice.pow(x, x)
+    elif OP == "exp":
+        r = tl.exp(x)
+    elif OP == "exp2":
+        r = tl.exp2(x)
+    elif OP == "log":
+        r = tl.log(x)
+    elif OP == "sqrt":
+        r = tl.sqrt(x)
+    elif OP == "sin":
+        r = tl.sin(x)
+    elif OP == "cos":
+        r = tl.cos(x)
+    elif OP == "erf":
+        r = tl.erf(x)
+    elif OP == "sigmoid":
+        r = tl.sigmoid(x)
+    elif OP == "libdevice.pow_tiny":  # a float below fp32's normal range is typed fp64, as to_tensor types it
+        r = libdevice.pow(x, 1e-40)
     else:
         r = 0 - x
     if BOOL:
@@ -315,6 +375,8 @@ def binary(x_ptr, y_ptr, out_ptr, N: tl.constexpr, IN: tl.constexpr, OUT: tl.con
         r = x != y
     elif OP == "where_lt":
         r = tl.where(x < y, x, y)
+    elif OP == "mul_add":  # contracted to one fma where fp fusion is on
+        r = x * y + x
     elif OP == "floordiv":
         r = x // y
     else:
@@ -350,12 +412,16 @@ def scan(x_ptr, out_ptr, N: tl.constexpr, IN: tl.constexpr, OUT: tl.constexpr, O
 
 
 @triton.jit
-def dot(a_ptr, b_ptr, out_ptr, IN: tl.constexpr):
+def dot(a_ptr, b_ptr, out_ptr, IN: tl.constexpr, PRECISION: tl.constexpr, OUT: tl.constexpr):
     rows = tl.arange(0, 32)[:, None]
     cols = tl.arange(0, 32)[None, :]
     a = tl.load(a_ptr + rows * 32 + cols).to(IN, bitcast=True)
     b = tl.load(b_ptr + rows * 32 + cols).to(IN, bitcast=True)
-    tl.store(out_ptr + rows * 32 + cols, tl.dot(a, b).to(tl.int32, bitcast=True))
+    if PRECISION == "default":
+        r = tl.dot(a, b, out_dtype=OUT)
+    else:
+        r = tl.dot(a, b, input_precision=PRECISION, out_dtype=OUT)
+    tl.store(out_ptr + rows * 32 + cols, r.to(tl.float32).to(tl.int32, bitcast=True))
 
 
 @triton.jit
@@ -399,6 +465,8 @@ def run_case(case, bits, device, kernels):
                           _tensor([0], storage(out_type) if out_type != "int1" else "int8", device).dtype,
                           device=device)
         extra = {"OUT": ty[out_type]}
+        if "FUSION" in params:  # the launch option, as a user passes it
+            extra["enable_fp_fusion"] = params["FUSION"]
         kernels[kind][grid](*ins, out, N=len(bits[0]), IN=ty[types[0]], OUT_BITS=out_bits, BOOL=out_type == "int1",
                             OP=params["OP"], **extra)
     elif kind == "reduce":
@@ -410,7 +478,8 @@ def run_case(case, bits, device, kernels):
         kernels["scan"][grid](ins[0], out, N=len(bits[0]), IN=ty[types[0]], OUT=ty[out_type], OUT_BITS=out_bits)
     elif kind == "dot":
         out = torch.zeros(1024, dtype=torch.int32, device=device)
-        kernels["dot"][grid](*ins, out, IN=ty[types[0]])
+        kernels["dot"][grid](*ins, out, IN=ty[types[0]], PRECISION=params.get("PRECISION", "default"),
+                             OUT=ty[params.get("OUT", "fp32")])
     else:  # atomic: x += y in place, each element its own address
         out = ins[0]
         float_view = {"bf16": torch.bfloat16, "fp16": torch.float16, "fp32": torch.float32}[types[0]]

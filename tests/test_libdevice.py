@@ -235,3 +235,25 @@ def test_the_types_taken_are_compiled_triton_s_own_table():
     with kwshim.activate():  # a Python int is an int32 to compiled Triton: pow takes (fp32, int32)
         power_of_int[(1,)](x, out)
     assert out.tolist() == (x ** 2).tolist()
+
+
+@triton.jit
+def power_of_float(x_ptr, out_ptr, EXPONENT: tl.constexpr):
+    offsets = tl.arange(0, 4)
+    tl.store(out_ptr + offsets, MODULE.pow(tl.load(x_ptr + offsets), EXPONENT))
+
+
+@needs_block_loads
+def test_a_float_below_fp32_s_normal_range_is_an_fp64_argument():
+    """Compiled ``to_tensor`` types a Python float as fp32 only where it is a normal fp32 (or 0, inf,
+    NaN): ``pow(fp32, 1e-40)`` is (fp32, fp64), which pow does not take (the table's
+    ``libdevice.pow_tiny`` rows), while ``pow(fp32, 0.5)`` is (fp32, fp32)."""
+    global MODULE
+    MODULE = libdevice()
+    x, out = torch.tensor([0.25, 1.0, 4.0, 9.0]), torch.zeros(4)
+    with kwshim.activate():
+        power_of_float[(1,)](x, out, 0.5)
+        assert out.tolist() == [0.5, 1.0, 2.0, 3.0]
+        with pytest.raises(Exception) as caught:
+            power_of_float[(1,)](x, out, 1e-40)
+    assert "kwshim: compiled Triton has no libdevice.pow for arguments of type (fp32, fp64)" in str(caught.value)

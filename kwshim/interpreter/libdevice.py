@@ -85,9 +85,10 @@ def _type_name(value) -> str:
             if low <= value < high:
                 return type_name
         return "uint64"
-    if isinstance(value, float):
-        return "fp64" if abs(value) > 3.4028234663852886e38 and value == value and abs(value) != float("inf") \
-            else "fp32"
+    if isinstance(value, float):  # fp32 where it is a normal fp32 (or 0, inf, NaN), else fp64
+        magnitude = abs(value)
+        in_range = 2.0 ** -126 <= magnitude <= 3.4028234663852886e38
+        return "fp32" if in_range or magnitude in (0.0, float("inf")) or value != value else "fp64"
     return type(value).__name__
 
 
