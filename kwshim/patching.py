@@ -72,8 +72,9 @@ class Patch:
 class Scope:
     """``(owner, name, value)`` entries (``owner`` a dict: an item; else an attribute, ``__class__``
     included) set for the length of each ``call`` and restored after it, exactly as ``Patch``
-    restores them. Calls hold ``lock``: what they set is shared by every thread. While ``held`` is
-    true (set through a ``Patch``: the switch holds the same entries in place) ``call`` sets nothing.
+    restores them. Every call holds ``lock``, so a caller serializing its launches on the same lock
+    needs no lock of its own: what a call sets is shared by every thread. While ``held`` is true
+    (set through a ``Patch``: the switch holds the same entries in place) ``call`` sets nothing.
 
     Every launch of a ``@kwsafe`` kernel pays for ``call``, so its body is written out once per
     scope, one statement per entry, as ``dataclasses`` writes ``__init__``: a loop over the
@@ -99,10 +100,10 @@ class Scope:
         body = "".join(f"        {line}\n" for line in sets) or "        pass\n"
         undo = "".join(f"            {line}\n" for line in reversed(undos)) or "            pass\n"
         source = ("def call(function, *args, **kwargs):\n"
-                  "    if scope.held:\n"
-                  "        return function(*args, **kwargs)\n"
                   "    acquire()\n"
                   "    try:\n"
+                  "        if scope.held:\n"
+                  "            return function(*args, **kwargs)\n"
                   f"{body}"
                   "        try:\n"
                   "            return function(*args, **kwargs)\n"

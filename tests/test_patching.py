@@ -101,11 +101,12 @@ def test_a_held_scope_sets_nothing_and_a_nested_call_restores_to_the_outer_value
 
     from kwshim.patching import Scope
 
-    namespace = {"x": 1}
-    scope = Scope([(namespace, "x", 2)], threading.RLock())
+    namespace, lock = {"x": 1}, threading.RLock()
+    scope = Scope([(namespace, "x", 2)], lock)
     with Patch() as patch:
         patch.setattr(scope, "held", True)  # as the switch holds the GPU arithmetic
-        assert scope.call(lambda: namespace["x"]) == 1
+        assert scope.call(lambda: (namespace["x"], lock._is_owned())) == (1, True)  # serialized all the same
+    assert not lock._is_owned()
     assert scope.held is False
     assert scope.call(lambda: (scope.call(lambda: namespace["x"]), namespace["x"])) == (2, 2)
     assert namespace == {"x": 1}

@@ -47,8 +47,9 @@ def install(patch) -> None:
 
 def launch_scope(fn):
     """``scoped(function, *args, **kwargs)``: an interpreter launch of the kernel whose function is
-    ``fn``, run with the GPU's arithmetic set (unless the switch holds it) and the libdevice
-    functions and modules ``fn`` or its jitted helpers name as globals; None where nothing is."""
+    ``fn``, serialized on ``LAUNCH_LOCK``, run with the GPU's arithmetic set (unless the switch holds
+    it) and the libdevice functions and modules ``fn`` or its jitted helpers name as globals; None
+    where nothing is."""
     from ..patching import Scope
     from .gpu_builder import entries
     from .libdevice import global_swaps

@@ -28,9 +28,9 @@ from .binding import BindingPlan, check_signature
 __all__ = ["KwsafeKernel", "LaunchPaths", "paths_of", "launcher_via_paths", "RunSlot", "fix_in_place",
            "is_fixed_in_place"]
 
-#: Serializes interpreted launches where the interpreter needs it (``interpreter.LAUNCH_LOCK``: from
-#: 3.6 it patches triton.language for the length of each launch). Earlier releases patch once and
-#: leave it, and take no lock but while a launch sets the GPU arithmetic (``interpreter.launch_scope``).
+#: Serializes interpreted launches where the interpreter needs it (``interpreter.LAUNCH_LOCK``: a
+#: module-wide builder, and from 3.6 triton.language patched for the length of each launch). A
+#: launch through ``interpreter.launch_scope`` is serialized by the scope, on the same lock.
 _LAUNCH_LOCK = interpreter.LAUNCH_LOCK
 
 
@@ -69,6 +69,8 @@ class LaunchPaths:
         # GPU arithmetic, and libdevice named by its globals: every way into the interpreter (the
         # fast path too) runs through ``scoped`` (None: nothing to set)
         scoped = interpreter.launch_scope(kernel.fn)
+        if scoped is not None:  # it takes the launch lock itself (a second acquire: ~1,000 instructions)
+            lock = None
         raw = _raw_launch(this, getitem, method_run, lock, scoped)
 
         def with_injected(kwargs):
@@ -124,15 +126,10 @@ class LaunchPaths:
                     # every parameter given positionally: bound as it is, launched with no extra frame
                     if convert is not None:
                         args = convert(args)
-                    if scoped is not None:  # the GPU arithmetic set for the launch: no extra frame either
-                        if lock is None:
-                            if method_run is None:
-                                return scoped(getitem(kernel, grid), *args)
-                            return scoped(method_run, kernel, *args, grid=grid, warmup=False)
-                        with lock:
-                            if method_run is None:
-                                return scoped(getitem(kernel, grid), *args)
-                            return scoped(method_run, kernel, *args, grid=grid, warmup=False)
+                    if scoped is not None:  # the GPU arithmetic set, and the launch serialized: no extra frame either
+                        if method_run is None:
+                            return scoped(getitem(kernel, grid), *args)
+                        return scoped(method_run, kernel, *args, grid=grid, warmup=False)
                     if lock is None:
                         if method_run is None:
                             return getitem(kernel, grid)(*args)
@@ -183,18 +180,13 @@ def _tuple_grid(grid):
 
 def _raw_launch(this, getitem, method_run, lock, scoped):
     """``raw(grid, positional, keywords)``: the bare interpreter's launch of the kernel ``this``
-    refers to, serialized where the release needs it, run through ``scoped`` where that is not None
-    (``interpreter.launch_scope``). One function per case, so that a launch pays for no test it
-    does not need."""
+    refers to, run through ``scoped`` where that is not None (``interpreter.launch_scope``, which
+    serializes), else serialized by ``lock`` where that is not None. One function per case, so
+    that a launch pays for no test it does not need."""
     if method_run is not None:  # 3.6+: the interpreter's run is a method
-        if scoped is not None:
-            if lock is not None:
-                def raw(grid, args, kwargs):
-                    with lock:
-                        return scoped(method_run, this(), *args, grid=grid, warmup=False, **kwargs)
-            else:
-                def raw(grid, args, kwargs):
-                    return scoped(method_run, this(), *args, grid=grid, warmup=False, **kwargs)
+        if scoped is not None:  # serialized by the scope itself
+            def raw(grid, args, kwargs):
+                return scoped(method_run, this(), *args, grid=grid, warmup=False, **kwargs)
         elif lock is not None:
             def raw(grid, args, kwargs):
                 with lock:
@@ -203,13 +195,8 @@ def _raw_launch(this, getitem, method_run, lock, scoped):
             def raw(grid, args, kwargs):
                 return method_run(this(), *args, grid=grid, warmup=False, **kwargs)
     elif scoped is not None:
-        if lock is not None:
-            def raw(grid, args, kwargs):
-                with lock:
-                    return scoped(getitem(this(), grid), *args, **kwargs)
-        else:
-            def raw(grid, args, kwargs):
-                return scoped(getitem(this(), grid), *args, **kwargs)
+        def raw(grid, args, kwargs):
+            return scoped(getitem(this(), grid), *args, **kwargs)
     elif lock is not None:
         def raw(grid, args, kwargs):
             with lock:
