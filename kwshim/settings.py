@@ -1,5 +1,6 @@
-"""The switch's choices, in one object validated once: the autotune policy and the tolerances that
-``verify`` compares with (and, as they land, the numerics, grid and device choices).
+"""The switch's choices, in one object validated once: the autotune policy, the tolerances that
+``verify`` compares with, and the arithmetic interpreted kernels compute with (and, as they land,
+the grid and device choices).
 
 This module owns each setting's name, default, validation and one-line help. The doors
 (``activate``, ``kwshim run --NAME``, ``pytest --kwshim-NAME`` and the ini key ``kwshim_NAME``)
@@ -10,7 +11,7 @@ translate their spelling into a ``Settings`` and read nothing else; the autotune
 import dataclasses
 from typing import Any, Dict, NamedTuple, Tuple
 
-__all__ = ["Settings", "DEFAULT", "POLICIES", "FIELDS", "Field"]
+__all__ = ["Settings", "DEFAULT", "POLICIES", "NUMERICS", "FIELDS", "Field"]
 
 #: The autotune policies, in the order the help lists them, each with what it does.
 POLICIES: Dict[str, str] = {
@@ -18,6 +19,13 @@ POLICIES: Dict[str, str] = {
     "all": "each Config runs once with the autotuner's own hooks, nothing restored (as on a GPU)",
     "verify": "all, plus: every Config from one snapshot must agree (ConfigDivergenceError), and the tuned "
               "launch must leave what one clean launch leaves (AutotuneSideEffectError)",
+}
+
+#: The arithmetic of interpreted kernels, each with what it does.
+NUMERICS: Dict[str, str] = {
+    "gpu": "as an NVIDIA GPU computes: TF32 dots, fp32 accumulation of half-width sums, fused multiply-adds, "
+           "the approximate transcendentals",
+    "ieee": "each operation rounded exactly, as NumPy computes (bf16 and fp8 stored and converted as on a GPU)",
 }
 
 
@@ -51,6 +59,8 @@ FIELDS = (
     Field("rtol", 1e-05, "verify: relative tolerance for floating-point tensors (default 1e-05)"),
     Field("atol", 1e-08, "verify: absolute tolerance for floating-point tensors (default 1e-08)"),
     Field("equal_nan", True, "verify: NaN in the same place agrees; off: it counts as a difference"),
+    Field("numerics", "gpu", "arithmetic of interpreted kernels: gpu (as an NVIDIA GPU computes) or ieee "
+          "(exactly rounded, to tell a precision problem from a logic bug) (default: gpu)", tuple(NUMERICS)),
 )
 _DEFAULTS = {field.name: field.default for field in FIELDS}
 
@@ -64,6 +74,7 @@ class Settings:
     rtol: float = _DEFAULTS["rtol"]
     atol: float = _DEFAULTS["atol"]
     equal_nan: bool = _DEFAULTS["equal_nan"]
+    numerics: str = _DEFAULTS["numerics"]
 
     def __post_init__(self):
         if self.autotune not in POLICIES:
@@ -74,9 +85,12 @@ class Settings:
                 raise ValueError(f"kwshim: {name} must be a number >= 0, not {value!r}")
             object.__setattr__(self, name, float(value))
         object.__setattr__(self, "equal_nan", bool(self.equal_nan))
+        if self.numerics not in NUMERICS:
+            raise ValueError(f"kwshim: unknown numerics {self.numerics!r}; choose one of {', '.join(NUMERICS)}")
 
     def __repr__(self):
-        return f"Settings({self.autotune!r}, rtol={self.rtol}, atol={self.atol}, equal_nan={self.equal_nan})"
+        return (f"Settings({self.autotune!r}, rtol={self.rtol}, atol={self.atol}, equal_nan={self.equal_nan}, "
+                f"numerics={self.numerics!r})")
 
 
 DEFAULT = Settings()

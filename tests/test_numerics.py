@@ -82,9 +82,13 @@ def test_the_switch_gives_the_builder_its_class_and_restores_everything_when_off
                  (type(owner) if name == "__class__" else vars(owner).get(name))) for owner, name, _ in entries()]
 
     before = state()
-    with kwshim.activate():
-        assert type(interpreter.interpreter_builder).__module__ == "kwshim.interpreter.gpu_builder"
+    with kwshim.activate():  # numerics="gpu": the GPU's arithmetic on top of its formats
+        assert type(interpreter.interpreter_builder).__module__ == "kwshim.interpreter.gpu_arithmetic"
         assert interpreter._get_np_dtype(tl.bfloat16).name == "bfloat16"
+        with kwshim.activate(numerics="ieee"):  # the innermost handle's numerics are in force
+            assert type(interpreter.interpreter_builder).__module__ == "kwshim.interpreter.gpu_builder"
+            assert interpreter._get_np_dtype(tl.bfloat16).name == "bfloat16"
+        assert type(interpreter.interpreter_builder).__module__ == "kwshim.interpreter.gpu_arithmetic"
     assert state() == before
     assert interpreter._get_np_dtype(tl.bfloat16) == np.uint16  # the interpreter's own table again
 

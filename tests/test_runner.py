@@ -56,12 +56,14 @@ def test_kwshim_run_reports_the_targets_exception_with_status_1(tmp_path):
 
 def test_kwshim_run_passes_verify_tolerances_to_the_switch(tmp_path):
     (tmp_path / "show.py").write_text("from kwshim.doors import switch\nprint(switch.active_settings())\n")
-    done = kwshim("run", "--autotune", "verify", "--rtol", "0.5", "--atol", "0.25", "--no-equal-nan", "show.py",
-                  cwd=tmp_path)
+    done = kwshim("run", "--autotune", "verify", "--rtol", "0.5", "--atol", "0.25", "--no-equal-nan",
+                  "--numerics", "ieee", "show.py", cwd=tmp_path)
     assert done.returncode == 0, done.stderr[-2000:]
-    assert "Settings('verify', rtol=0.5, atol=0.25, equal_nan=False)" in done.stdout
+    assert "Settings('verify', rtol=0.5, atol=0.25, equal_nan=False, numerics='ieee')" in done.stdout
     done = kwshim("run", "show.py", cwd=tmp_path)
-    assert "Settings('all', rtol=1e-05, atol=1e-08, equal_nan=True)" in done.stdout
+    assert "Settings('all', rtol=1e-05, atol=1e-08, equal_nan=True, numerics='gpu')" in done.stdout
+    done = kwshim("run", "--numerics", "exact", "show.py", cwd=tmp_path)
+    assert done.returncode == 2 and "invalid choice: 'exact' (choose from 'gpu', 'ieee')" in done.stderr
 
 
 def test_kwshim_run_refuses_a_negative_tolerance_with_status_2(tmp_path):

@@ -32,6 +32,7 @@ _LOCK = threading.RLock()
 _HANDLES: List["Handle"] = []
 _PATCH: Optional[Patch] = None
 _AUTOTUNER: Optional[AutotunerPatch] = None
+_NUMERICS: Optional[str] = None  #: the interpreter arithmetic ``_PATCH`` holds in place (None: none)
 
 
 class Handle:
@@ -45,7 +46,7 @@ class Handle:
         return self in _HANDLES
 
     def deactivate(self) -> None:
-        global _PATCH, _AUTOTUNER
+        global _PATCH, _AUTOTUNER, _NUMERICS
         with _LOCK:
             if self not in _HANDLES:
                 return
@@ -54,7 +55,7 @@ class Handle:
                 _settings_changed()
             elif _PATCH is not None:
                 _PATCH.undo()
-                _PATCH = _AUTOTUNER = None
+                _PATCH = _AUTOTUNER = _NUMERICS = None
 
     def __enter__(self):
         if not self.active:  # a second `with` on a spent handle would silently switch nothing on
@@ -70,7 +71,7 @@ class Handle:
 
 
 def activate(autotune: str = DEFAULT.autotune, *, rtol: float = DEFAULT.rtol, atol: float = DEFAULT.atol,
-             equal_nan: bool = DEFAULT.equal_nan) -> Handle:
+             equal_nan: bool = DEFAULT.equal_nan, numerics: str = DEFAULT.numerics) -> Handle:
     """Switch kwshim on for the whole process and return its handle (also a context manager).
 
     ``autotune`` is the policy of autotuners over interpreted kernels: ``"first"`` (no tuning),
@@ -79,17 +80,22 @@ def activate(autotune: str = DEFAULT.autotune, *, rtol: float = DEFAULT.rtol, at
     leave the tensors as the first does from the same snapshot, and the tuned launch as one clean
     launch does; compared exactly for integers and booleans and with ``rtol``/``atol``/``equal_nan``
     for floating point: NaN in the same place agrees unless ``equal_nan=False``).
+
+    ``numerics`` is the arithmetic of interpreted kernels: ``"gpu"`` (as compiled Triton computes on
+    an NVIDIA GPU: TF32 dots, fp32 accumulation of fp16/bf16 sums, fused multiply-adds, the
+    approximate transcendentals) or ``"ieee"`` (each operation exactly rounded; running both tells
+    a precision problem from a logic bug). bf16 and fp8 are held and converted as on a GPU in both.
     """
-    return activate_with(Settings(autotune, rtol, atol, equal_nan))
+    return activate_with(Settings(autotune, rtol, atol, equal_nan, numerics))
 
 
 def activate_with(settings: Settings) -> Handle:
     """``activate`` for settings already made (the doors: ``kwshim run``, ``pytest --kwshim``)."""
-    global _PATCH, _AUTOTUNER
+    global _PATCH, _AUTOTUNER, _NUMERICS
     handle = Handle(settings)
     with _LOCK:
         if _PATCH is None:
-            _PATCH, _AUTOTUNER = _install(settings)
+            _PATCH, _AUTOTUNER, _NUMERICS = _install(settings)
         _HANDLES.append(handle)
         _settings_changed()
     return handle
@@ -105,21 +111,26 @@ def active_settings() -> Settings:
 
 
 def _settings_changed() -> None:
-    """Tell the autotuner patch the settings now in force (the innermost handle's)."""
+    """Put the settings now in force (the innermost handle's) in place: the autotuner patch's, and
+    the interpreter's arithmetic."""
+    global _NUMERICS
+    settings = _HANDLES[-1].settings
     if _AUTOTUNER is not None:
-        settings = _HANDLES[-1].settings
         _AUTOTUNER.settings = settings
         if settings.autotune == "verify":
             _AUTOTUNER.install_run()
+    if _NUMERICS is not None and settings.numerics != _NUMERICS:
+        interpreter.use_numerics(_PATCH, settings.numerics)
+        _NUMERICS = settings.numerics
 
 
 def _install(settings: Settings):
     classes = compat.kernel_classes()
     patch = Patch()
     if classes.interpreted is None:  # 2.1.0: nothing interprets, so nothing to switch
-        return patch, None
+        return patch, None, None
     compat.pristine_interpreter_methods()  # read before anything is patched
-    autotuner = None
+    autotuner = numerics = None
     try:
         patch.setattr(classes.interpreted, "__getitem__", launcher_via_paths)
         patch.setattr(classes.interpreted, "run", RunSlot())
@@ -129,8 +140,9 @@ def _install(settings: Settings):
             autotuner = AutotunerPatch(settings)
             autotuner.install(patch, run=interpreting or settings.autotune == "verify")
         if interpreting:  # compiled kernels keep the backend's own libdevice
-            interpreter.install(patch)
+            interpreter.install(patch, settings.numerics)
+            numerics = settings.numerics
     except BaseException:
         patch.undo()
         raise
-    return patch, autotuner
+    return patch, autotuner, numerics

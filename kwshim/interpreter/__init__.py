@@ -6,7 +6,9 @@ switch is on (``install``) and around each launch of a wrapped kernel (``launch_
 - ``formats``: bf16 and fp8 held as ``ml_dtypes`` floats, not as their bits;
 - ``conversions``: casts as the GPU's ``cvt`` (saturating, ``satfinite``, rounding modes);
 - ``gpu_builder``: the interpreter's builder computing as the GPU does (casts, ``-x``, ``x // 0``,
-  bf16 atomics and dots, and what compiled Triton refuses).
+  bf16 atomics and dots, and what compiled Triton refuses);
+- ``gpu_arithmetic`` (with ``fma``): ``numerics="gpu"``, where the GPU's arithmetic is not IEEE's
+  (fused multiply-adds, tensor-core dots).
 
 Its modules need NumPy (the interpreter's own dependency); nothing imports them until a kernel is
 interpreted, so ``import kwshim`` stays free of it.
@@ -15,7 +17,7 @@ interpreted, so ``import kwshim`` stays free of it.
 import functools
 import threading
 
-__all__ = ["install", "launch_scope", "LAUNCH_LOCK"]
+__all__ = ["install", "use_numerics", "launch_scope", "arithmetic_module", "LAUNCH_LOCK"]
 
 #: Serializes what interpreted launches share: the interpreter's one builder object and module
 #: globals (the GPU arithmetic sets them for a launch), and from 3.6 ``triton.language``, which the
@@ -33,16 +35,30 @@ def _numerics():
     return Scope(entries(), LAUNCH_LOCK)
 
 
-def install(patch) -> None:
-    """The interpreter's fixes, its GPU arithmetic and libdevice on the CPU, through ``patch``
-    (the switch's)."""
-    from . import fixes, gpu_builder, libdevice
+def install(patch, numerics: str = "gpu") -> None:
+    """The interpreter's fixes, its arithmetic (``numerics``: ``settings.NUMERICS``) and libdevice on
+    the CPU, through ``patch`` (the switch's)."""
+    from . import fixes, libdevice
 
     fixes.install(patch)
-    for owner, name, value in gpu_builder.entries():
-        patch.set(owner, name, value)
+    use_numerics(patch, numerics)
     patch.setattr(_numerics(), "held", True)  # launches find them in place and set nothing
     libdevice.install(patch)
+
+
+def use_numerics(patch, numerics: str) -> None:
+    """Put the arithmetic ``numerics`` in place through ``patch`` (again when the switch's settings change)."""
+    from .gpu_builder import entries
+
+    for owner, name, value in entries(numerics):
+        patch.set(owner, name, value)
+
+
+def arithmetic_module():
+    """The ``gpu_arithmetic`` module (imported on first use: it needs NumPy)."""
+    from . import gpu_arithmetic as module
+
+    return module
 
 
 def launch_scope(fn):

@@ -22,6 +22,7 @@ import sys
 import numpy as np
 
 from . import conversions
+from .fma import fma
 from .formats import ML_DTYPES, bits_type, is_fp8, is_ml_dtype, numpy_dtype_function
 
 __all__ = ["entries"]
@@ -122,6 +123,9 @@ def gpu_builder_class(base):
             if value.dtype.name in ML_DTYPES:
                 value = TensorHandle(np.ascontiguousarray(value.data).view(bits_type(value.data.dtype)), value.dtype)
             return base.create_masked_store(self, ptrs, value, mask, *args, **kwargs)
+
+        def create_fma(self, x, y, z):  # tl.fma rounds once (the interpreter's rounds twice on 3.0-3.8)
+            return TensorHandle(fma(x.data, y.data, z.data).astype(z.data.dtype, copy=False), z.dtype.scalar)
 
         def create_maxnumf(self, lhs, rhs):  # tl.maximum (propagate_nan NONE): the non-NaN operand
             return self.binary_op(lhs, rhs, np.fmax)
@@ -293,17 +297,32 @@ def _refusing_fp8_inputs(cls):
 
 
 @functools.lru_cache(maxsize=None)
-def entries():
-    """``(owner, name, value)`` to set while the GPU's arithmetic is on: the builder object's class,
-    the interpreter's dtype table, and its reduce and scan classes."""
+def _originals():
+    """The interpreter's own builder object and class, dtype table and reduce and scan classes, read
+    once, before kwshim sets anything (``entries`` of one numerics is made while another's are in place)."""
     interpreter = sys.modules[_INTERPRETER]
     builder = getattr(interpreter, "interpreter_builder", None)
+    namespace = vars(interpreter)
+    operations = {name: namespace[name] for name in ("ReduceOps", "ScanOps")
+                  if isinstance(namespace.get(name), type) and hasattr(namespace[name], "apply")}
+    return builder, type(builder), interpreter._get_np_dtype, operations
+
+
+@functools.lru_cache(maxsize=None)
+def entries(numerics: str = "gpu"):
+    """``(owner, name, value)`` to set while kwshim's arithmetic is on: the builder object's class,
+    the interpreter's dtype table, and its reduce and scan classes. ``numerics`` (``settings.NUMERICS``):
+    ``"gpu"`` adds ``gpu_arithmetic``'s fused multiply-adds and tensor-core dots."""
+    builder, builder_type, np_dtype, operations = _originals()
     if builder is None:  # 2.x: no module-wide builder (and no bf16 support to fix)
         return ()
-    namespace = vars(interpreter)  # module globals: set as dict entries, no class is modified per launch
-    found = [(builder, "__class__", gpu_builder_class(type(builder))),
-             (namespace, "_get_np_dtype", numpy_dtype_function(interpreter._get_np_dtype))]
-    for name in ("ReduceOps", "ScanOps"):
-        if isinstance(namespace.get(name), type) and hasattr(namespace[name], "apply"):
-            found.append((namespace, name, _refusing_fp8_inputs(namespace[name])))
+    from . import gpu_arithmetic
+
+    builder_class = gpu_builder_class(builder_type)
+    if numerics == "gpu":
+        builder_class = gpu_arithmetic.arithmetic_class(builder_class)
+    namespace = vars(sys.modules[_INTERPRETER])  # module globals: set as dict entries, no class is modified
+    found = [(builder, "__class__", builder_class), (namespace, "_get_np_dtype", numpy_dtype_function(np_dtype))]
+    for name, original in operations.items():
+        found.append((namespace, name, _refusing_fp8_inputs(original)))
     return tuple(found)

@@ -108,10 +108,14 @@ class LaunchPaths:
                 positional, keywords = bound, empty
             if convert is not None:
                 positional = convert(positional)
-            if not hooks:
+            fusion = "enable_fp_fusion" in kwargs
+            if not hooks and not fusion:
                 return raw(grid, positional, keywords)
-            with (lock or _LAUNCH_LOCK), Patch() as patch:  # the interpreter must not call the hooks again
-                patch.setattr(kernel, "pre_run_hooks", [])
+            with (lock or _LAUNCH_LOCK), Patch() as patch:
+                if hooks:  # the interpreter must not call the hooks again
+                    patch.setattr(kernel, "pre_run_hooks", [])
+                if fusion:  # a launch option the interpreter drops: the GPU arithmetic follows it
+                    patch.setattr(interpreter.arithmetic_module(), "requested_fusion", bool(kwargs["enable_fp_fusion"]))
                 return raw(grid, positional, keywords)
 
         def launcher_for(grid):

@@ -1,0 +1,86 @@
+"""``a * b + c`` rounded once, as the GPU's ``fma.rn`` rounds it, for NumPy arrays of fp16, bf16,
+fp32 and fp64 (NumPy has no fused multiply-add, and Python's ``math.fma`` arrives in 3.13).
+
+Rounding twice (the exact value to fp64, then to fp32) is wrong when the first rounding lands on a
+tie of the second. Rounding to odd first is not (Boldo and Melquiond, "Emulation of FMA and
+correctly rounded sums: proved algorithms using rounding to odd", IEEE TC 2008): a value rounded to
+odd with two bits more than the target rounds to nearest correctly. So:
+
+- fp16, bf16, fp32: the product is exact in fp64; ``p + c`` is rounded to odd in fp64 (53 bits),
+  then to the target (bf16 through fp32, rounded to odd again: ml_dtypes converts fp64 through fp32);
+- fp64: the product is split exactly into high + low (Dekker), ``c + high`` is added exactly
+  into t + u, ``u + low`` is rounded to odd and added to t, rounded to nearest (their algorithm 5).
+"""
+
+import numpy as np
+
+__all__ = ["fma"]
+
+
+def fma(a, b, c):
+    """``a * b + c`` with one rounding, in the arrays' (common) type; inf and NaN as IEEE's fma."""
+    dtype = np.result_type(a, b, c)
+    if dtype == np.float64:
+        return _fma64(np.asarray(a, np.float64), np.asarray(b, np.float64), np.asarray(c, np.float64))
+    with np.errstate(invalid="ignore"):  # inf * 0 is NaN, as IEEE's
+        wide = _odd_sum(np.asarray(a, np.float64) * np.asarray(b, np.float64), np.asarray(c, np.float64))
+    if dtype == np.float32 or dtype == np.float16:
+        return wide.astype(dtype)
+    return _to_odd_fp32(wide).astype(dtype)  # bf16 (ml_dtypes): through fp32
+
+
+def _two_sum(x, y):
+    """(s, e) with s = fl(x + y) and s + e = x + y exactly (Knuth), for finite s."""
+    s = x + y
+    bv = s - x
+    e = (x - (s - bv)) + (y - bv)
+    return s, e
+
+
+def _odd_sum(x, y):
+    """``x + y`` in fp64, rounded to odd: the nearer neighbour's inexact results moved to the odd one."""
+    with np.errstate(invalid="ignore", over="ignore"):
+        s, e = _two_sum(x, y)
+        even = (s.view(np.uint64) & np.uint64(1)) == 0
+        move = np.isfinite(s) & (e != 0) & even
+        if np.any(move):
+            s = np.where(move, np.nextafter(s, np.where(e > 0, np.inf, -np.inf)), s)
+    return s
+
+
+def _to_odd_fp32(x):
+    """fp64 to fp32, rounded to odd (for a second rounding to a narrower type)."""
+    with np.errstate(over="ignore"):
+        nearest = x.astype(np.float32)
+    inexact = np.isfinite(nearest) & (nearest.astype(np.float64) != x)
+    even = (nearest.view(np.uint32) & np.uint32(1)) == 0
+    move = inexact & even
+    if np.any(move):
+        toward = np.where(x > nearest.astype(np.float64), np.float32(np.inf), np.float32(-np.inf))
+        nearest = np.where(move, np.nextafter(nearest, toward), nearest)
+    return nearest
+
+
+_SPLIT = 134217729.0  # 2**27 + 1: Dekker's splitting constant for 53-bit significands
+
+
+def _split(x):
+    t = _SPLIT * x
+    high = t - (t - x)
+    return high, x - high
+
+
+def _fma64(a, b, c):
+    with np.errstate(invalid="ignore", over="ignore"):
+        plain = a * b + c  # where anything is not finite, or the product's split overflows: IEEE's own
+        high = a * b
+        a_high, a_low = _split(a)
+        b_high, b_low = _split(b)
+        low = ((a_high * b_high - high) + a_high * b_low + a_low * b_high) + a_low * b_low
+        t_high, t_low = _two_sum(c, high)
+        result = t_high + _odd_sum(t_low, low)
+        exact = np.isfinite(result) & np.isfinite(low) & np.isfinite(t_low) & (np.abs(high) < 2.0 ** 996)
+        # a finite product too large for fp64 plus an infinite c is c (the product itself is not inf)
+        plain = np.where(np.isinf(c) & np.isfinite(a) & np.isfinite(b), c, plain)
+        # an exact zero takes the sign IEEE gives it, which the plain sum has (c is -a * b exactly)
+        return np.where(exact & (result != 0), result, plain)

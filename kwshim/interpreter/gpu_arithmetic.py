@@ -1,0 +1,145 @@
+"""Arithmetic as compiled Triton computes it on an NVIDIA GPU where that is not IEEE's exact rounding
+of each operation (``numerics="gpu"``, the default; measured on the H200, ``parity/numerics.py``):
+
+- **fused multiply-adds**: an add or subtract of a product the kernel just computed is one
+  ``fma.rn`` (``fma``), where compiled Triton contracts: the ``enable_fp_fusion`` launch option, else
+  the installed backend's default (its environment variables on 3.6+: ``TRITON_DEFAULT_FP_FUSION``);
+- **tl.dot** as the tensor cores compute it: fp32 inputs at the default (``tf32``) precision lose
+  their low 13 bits (truncated, not rounded: 1024 of 1024 bits the same), the accumulator is rounded
+  once per step of K (8 for TF32, 16 for fp16/bf16, 32 for fp8), an fp16 accumulator in fp16;
+  ``ieee`` (and fp64) is a chain of fmas over K, in order;
+
+Sums and prefix sums are the front end's: it promotes bf16 ``tl.cumsum`` to fp32 on 3.0-3.8 (not
+3.9), and adds fp16 and bf16 in their own type otherwise, on the GPU as here. The GPU adds in the
+order of its lanes (a butterfly or a Hillis-Steele scan over each warp's 32 elements, then the
+warps: the table's fp16 rows, the same in that order); kwshim adds in NumPy's. Not modelled.
+
+``ieee`` numerics leave all of this out (``gpu_builder`` alone).
+"""
+
+import functools
+import os
+import sys
+
+import numpy as np
+
+from .fma import fma
+
+__all__ = ["arithmetic_class", "requested_fusion", "fusion_enabled"]
+
+_INTERPRETER = "triton.runtime.interpreter"
+
+#: ``enable_fp_fusion`` as the launch in progress gives it (None: not given). Set for the length of a
+#: launch by the launch paths (``launch.kernel``), under the launch lock.
+requested_fusion = None
+
+_FUSION_ENVIRONMENT = ("TRITON_DEFAULT_FP_FUSION", "TRITON_FORCE_DISABLE_FP_FUSION")
+
+
+def fusion_enabled() -> bool:
+    """Whether compiled Triton would contract ``x * y + z`` for this launch."""
+    return _fusion(requested_fusion, *(os.environ.get(name) for name in _FUSION_ENVIRONMENT))
+
+
+@functools.lru_cache(maxsize=None)
+def _fusion(requested, *environment) -> bool:
+    """The installed backend's own answer (its ``parse_options``: the release's default and its
+    environment variables), for the target in force (NVIDIA where none is set)."""
+    from ..launch import options
+
+    backends = options.backends()
+    backend = backends.get(options.get_target() or "cuda") or next(iter(backends.values()), None)
+    if backend is None:  # no backend to ask (2.x): every release through 3.9 fuses by default
+        return True if requested is None else bool(requested)
+    given = {} if requested is None else {"enable_fp_fusion": bool(requested)}
+    return bool(getattr(backend.check(given), "enable_fp_fusion", True))
+
+
+def _fused(interpreter, product, addend, negate_product, negate_addend):
+    """``±(x * y) ± addend`` as one fma, ``product`` being the handle ``create_fmul`` made."""
+    x, y = product.kwshim_factors
+    addend_data = -addend.data if negate_addend else addend.data
+    result = fma(-x if negate_product else x, y, addend_data)
+    return interpreter.TensorHandle(result.astype(addend.data.dtype, copy=False), addend.dtype.scalar)
+
+
+def _factors(handle):
+    return getattr(handle, "kwshim_factors", None)
+
+
+_TF32_MASK = np.uint32(0xFFFFE000)  #: the 10 mantissa bits TF32 keeps
+
+
+def _chunked_dot(a, b, d, step, accumulator):
+    """``a @ b + d``: each step of K summed exactly (fp64), added to the accumulator and rounded to
+    ``accumulator``'s type, as the tensor cores accumulate."""
+    a64, b64 = a.astype(np.float64), b.astype(np.float64)
+    result = d.astype(accumulator)
+    for start in range(0, a.shape[-1], step):
+        part = np.matmul(a64[..., start:start + step], b64[..., start:start + step, :])
+        result = (result.astype(np.float64) + part).astype(accumulator)
+    return result
+
+
+def _fma_chain_dot(a, b, d, accumulator):
+    """``a @ b + d`` as one fma per element of K, in order (fp32 ``input_precision="ieee"``, fp64)."""
+    result = d.astype(accumulator)
+    for k in range(a.shape[-1]):
+        result = fma(a[..., :, k:k + 1].astype(accumulator), b[..., k:k + 1, :].astype(accumulator), result)
+    return result
+
+
+@functools.lru_cache(maxsize=None)
+def arithmetic_class(base):
+    """A subclass of ``base`` (``gpu_builder``'s builder class) computing as the GPU does here."""
+    interpreter = sys.modules[_INTERPRETER]
+    TensorHandle = interpreter.TensorHandle
+    precision = interpreter._ir.INPUT_PRECISION
+    tf32, ieee = precision.TF32, precision.IEEE
+
+    class GPUArithmetic(base):
+        """The interpreter's builder with the GPU's fused multiply-adds and tensor-core dots."""
+
+        def create_fmul(self, lhs, rhs):
+            product = base.create_fmul(self, lhs, rhs)
+            product.kwshim_factors = (lhs.data, rhs.data)  # for an add that contracts with it (arrays: no chain)
+            return product
+
+        def create_fadd(self, lhs, rhs):
+            if _factors(lhs) is not None and fusion_enabled():  # LLVM tries the left operand first
+                return _fused(interpreter, lhs, rhs, False, False)
+            if _factors(rhs) is not None and fusion_enabled():
+                return _fused(interpreter, rhs, lhs, False, False)
+            return base.create_fadd(self, lhs, rhs)
+
+        def create_fsub(self, lhs, rhs):
+            if _factors(lhs) is not None and fusion_enabled():  # x * y - z: fma(x, y, -z)
+                return _fused(interpreter, lhs, rhs, False, True)
+            if _factors(rhs) is not None and fusion_enabled():  # z - x * y: fma(-x, y, z)
+                return _fused(interpreter, rhs, lhs, True, False)
+            return base.create_fsub(self, lhs, rhs)
+
+        def create_dot(self, a, b, d, input_precision, max_num_imprecise_acc):
+            a_type, b_type = a.data.dtype, b.data.dtype
+            if a_type.kind in "iu" or d.data.dtype.kind in "iu":  # integer dots are exact
+                return base.create_dot(self, a, b, d, input_precision, max_num_imprecise_acc)
+            accumulator = d.data.dtype
+            if a_type == np.float64 or b_type == np.float64:
+                return TensorHandle(_fma_chain_dot(a.data, b.data, d.data, accumulator), d.dtype.scalar)
+            if a_type == np.float32 and b_type == np.float32:
+                if input_precision == ieee:
+                    chain = _fma_chain_dot(a.data, b.data, d.data, np.dtype(np.float32))
+                    return TensorHandle(chain.astype(accumulator), d.dtype.scalar)
+                if input_precision != tf32:  # tf32x3: three TF32 products, within 1e-7 of fp32's
+                    return base.create_dot(self, a, b, d, input_precision, max_num_imprecise_acc)
+                a_data = (np.ascontiguousarray(a.data).view(np.uint32) & _TF32_MASK).view(np.float32)
+                b_data = (np.ascontiguousarray(b.data).view(np.uint32) & _TF32_MASK).view(np.float32)
+                step = 8
+            else:
+                a_data, b_data = a.data, b.data
+                step = 32 if a_type.itemsize == 1 else 16
+            return TensorHandle(_chunked_dot(a_data, b_data, d.data, step, accumulator), d.dtype.scalar)
+
+    GPUArithmetic.__name__ = GPUArithmetic.__qualname__ = base.__name__
+    GPUArithmetic.__module__ = __name__
+    return GPUArithmetic

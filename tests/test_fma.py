@@ -1,0 +1,86 @@
+"""``interpreter.fma``: ``a * b + c`` rounded once, checked against the exact value (``Fraction``)
+rounded to nearest even by integer arithmetic, so that no float rounding stands in the reference."""
+
+import math
+from fractions import Fraction
+
+import pytest
+
+np = pytest.importorskip("numpy")
+ml_dtypes = pytest.importorskip("ml_dtypes")
+
+from kwshim.interpreter.fma import fma  # noqa: E402
+
+#: (significand bits with the hidden one, smallest normal exponent, largest exponent)
+FORMATS = {"float16": (11, -14, 15), "bfloat16": (8, -126, 127), "float32": (24, -126, 127),
+           "float64": (53, -1022, 1023)}
+
+
+def _type(name):
+    return ml_dtypes.bfloat16 if name == "bfloat16" else np.dtype(name).type
+
+
+def rounded(exact: Fraction, name: str) -> float:
+    """``exact`` rounded to nearest even in the format ``name`` (as a Python float, or inf)."""
+    digits, low, high = FORMATS[name]
+    if exact == 0:
+        return 0.0
+    sign, magnitude = (-1 if exact < 0 else 1), abs(exact)
+    exponent = magnitude.numerator.bit_length() - magnitude.denominator.bit_length()
+    if Fraction(2) ** exponent > magnitude:
+        exponent -= 1
+    quantum = Fraction(2) ** (max(exponent, low) - (digits - 1))
+    scaled = magnitude / quantum
+    whole = math.floor(scaled)
+    rest = scaled - whole
+    if rest > Fraction(1, 2) or (rest == Fraction(1, 2) and whole % 2 == 1):
+        whole += 1
+    value = whole * quantum
+    if value >= Fraction(2) ** (high + 1):
+        return sign * math.inf
+    return sign * float(value)
+
+
+def _values(name, count, seed):
+    rng = np.random.RandomState(seed)
+    kind = _type(name)
+    scale = {"float16": 4, "bfloat16": 40, "float32": 40, "float64": 200}[name]
+    raw = rng.standard_normal(count) * np.exp2(rng.randint(-scale, scale, count))
+    return raw.astype(np.float32 if name == "bfloat16" else kind).astype(kind)
+
+
+@pytest.mark.parametrize("name", list(FORMATS))
+def test_random_and_near_tie_operands_round_once(name):
+    kind = _type(name)
+    a, b = _values(name, 400, 1), _values(name, 400, 2)
+    # c cancels most of the product, or sits at a tie of it: the cases two roundings get wrong
+    product = a.astype(np.float64) * b.astype(np.float64)
+    c = np.concatenate([_values(name, 100, 3), (-product[100:200]).astype(kind),
+                        (-product[200:300] * (1 + 2.0 ** -12)).astype(kind),
+                        (product[300:] * 2.0 ** -FORMATS[name][0]).astype(kind)])
+    got = fma(a, b, c)
+    assert got.dtype == np.dtype(kind)
+    for x, y, z, result in zip(a.tolist(), b.tolist(), c.tolist(), got.tolist()):
+        exact = Fraction(x) * Fraction(y) + Fraction(z)
+        want = rounded(exact, name)
+        assert result == want or (want == 0 and result == 0), (name, x, y, z, result, want)
+
+
+def test_the_double_rounding_case_of_the_issue():
+    """fp32 ``fma(24929, 673 * 2**-24, 2**-80)``: rounded twice it is 1.0, once 1.0000001."""
+    got = fma(np.float32([24929]), np.float32([673 * 2.0 ** -24]), np.float32([2.0 ** -80]))
+    assert got.tolist() == [float(np.nextafter(np.float32(1), np.float32(2)))]
+
+
+@pytest.mark.parametrize("name", ["float32", "float64"])
+def test_specials_are_ieee_s(name):
+    kind = _type(name)
+    a = np.array([1e30 if name == "float32" else 1e300, np.inf, 0.0, np.nan, -0.0, 2.0], kind)
+    b = np.array([1e30 if name == "float32" else 1e10, 0.0, 5.0, 1.0, 1.0, 3.0], kind)
+    c = np.array([-np.inf, 1.0, -0.0, 1.0, -0.0, np.inf], kind)
+    got = fma(a, b, c)
+    assert got[0] == -np.inf  # a finite product that overflows plus -inf is -inf, not NaN
+    assert np.isnan(got[1]) and np.isnan(got[3])  # inf * 0, NaN
+    assert got[2] == 0 and not np.signbit(got[2])  # +0 + -0 is +0
+    assert got[4] == 0 and np.signbit(got[4])  # -0 + -0 is -0
+    assert got[5] == np.inf
