@@ -302,6 +302,8 @@ def _originals():
     once, before kwshim sets anything (``entries`` of one numerics is made while another's are in place)."""
     interpreter = sys.modules[_INTERPRETER]
     builder = getattr(interpreter, "interpreter_builder", None)
+    if builder is None:  # 2.x: no module-wide builder (and no bf16 support to fix)
+        return None, None, None, {}
     namespace = vars(interpreter)
     operations = {name: namespace[name] for name in ("ReduceOps", "ScanOps")
                   if isinstance(namespace.get(name), type) and hasattr(namespace[name], "apply")}
@@ -314,7 +316,7 @@ def entries(numerics: str = "gpu"):
     the interpreter's dtype table, and its reduce and scan classes. ``numerics`` (``settings.NUMERICS``):
     ``"gpu"`` adds ``gpu_arithmetic``'s fused multiply-adds and tensor-core dots."""
     builder, builder_type, np_dtype, operations = _originals()
-    if builder is None:  # 2.x: no module-wide builder (and no bf16 support to fix)
+    if builder is None:
         return ()
     from . import gpu_arithmetic
 
