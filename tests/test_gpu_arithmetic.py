@@ -144,3 +144,44 @@ def test_ieee_numerics_are_restored_to_gpu_when_the_switch_goes_off():
         assert _multiply_add("x*y+z", X, X, -1.0) == 2.0 ** -11
     assert _multiply_add("x*y+z", X, X, -1.0) == 2.0 ** -11 + 2.0 ** -24
     assert os.environ.get("TRITON_INTERPRET") == "1"
+
+
+@kwsafe
+@triton.jit
+def transcendental(x_ptr, out_ptr, N: tl.constexpr, FUNCTION: tl.constexpr):
+    i = tl.arange(0, N)
+    x = tl.load(x_ptr + i)
+    if FUNCTION == "exp":
+        r = tl.exp(x)
+    elif FUNCTION == "exp2":
+        r = tl.exp2(x)
+    else:
+        r = tl.sqrt(x)
+    tl.store(out_ptr + i, r)
+
+
+def _transcendental(function, values):
+    x, out = torch.tensor(values, dtype=torch.float32), torch.zeros(len(values))
+    transcendental[(1,)](x, out, N=len(values), FUNCTION=function)
+    return out.tolist()
+
+
+def test_the_approximate_instructions_flush_where_the_gpu_s_do():
+    """exp2 and sqrt are ``.ftz`` on the H200 (exp2(-129) is 0, sqrt of a subnormal 0); exp's
+    ex2.approx of x * log2(e) keeps a subnormal result (exp(-96.88) is 8.42e-43 there)."""
+    tiny = 2.0 ** -140
+    assert _transcendental("exp2", [-129.0, 1.0]) == [0.0, 2.0]
+    assert _transcendental("sqrt", [tiny, 4.0]) == [0.0, 2.0]
+    assert 8.4e-43 < _transcendental("exp", [-96.880135])[0] < 8.5e-43
+    with kwshim.activate(numerics="ieee"):
+        assert _transcendental("exp2", [-129.0, 1.0]) == [2.0 ** -129, 2.0]
+        assert _transcendental("sqrt", [tiny, 4.0]) == [2.0 ** -70, 2.0]
+
+
+def test_exp_multiplies_by_log2_e_in_fp32_first():
+    """exp(3.5) on the H200 is 0x4204763a (33.115456): ex2 of the fp32 product x * log2(e); the
+    exact exp rounds to 33.115452, 3 ulps below (the table's ``exp fp32`` row: 205 of 256 bits the
+    same as this model, the rest within 1 ulp)."""
+    assert _transcendental("exp", [3.5])[0] == 33.115455627441406
+    with kwshim.activate(numerics="ieee"):
+        assert _transcendental("exp", [3.5])[0] == 33.11545181274414

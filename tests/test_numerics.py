@@ -256,3 +256,15 @@ def test_fp8_is_refused_on_both_paths_the_builder_takes():
     builder_class = gpu_builder.gpu_builder_class(type(interpreter.interpreter_builder))
     assert builder_class.create_fadd.__code__.co_name == "calling_binary_op"  # 3.0-3.9: no frame of the interpreter's
     assert builder_class.create_masked_store.__name__ == "direct_store"
+
+
+def test_a_tolerance_allows_its_bound_and_no_more_and_never_for_nan_inf_or_zero():
+    from parity import numerics
+
+    one = 0x3F800000
+    close = numerics._within(("ulps", 1), [one], "fp32")
+    assert close(one, one + 1) and close(one + 1, one) and not close(one, one + 2)
+    assert close(0x80000001, 0x00000001) is False  # -tiny vs +tiny: 2 apart through zero
+    assert not close(0x00000000, 0x00000001) and not close(0x7F800000, 0x7F7FFFFF)  # zero, inf kept exact
+    relative = numerics._within(("of largest", 2e-6), [0x41200000], "fp32")  # largest value 10.0
+    assert relative(0x3F800000, 0x3F800000 + 100) and not relative(0x3F800000, 0x3F800000 + 200)

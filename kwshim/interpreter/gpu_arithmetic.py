@@ -9,6 +9,12 @@ of each operation (``numerics="gpu"``, the default; measured on the H200, ``pari
   once per step of K (8 for TF32, 16 for fp16/bf16, 32 for fp8), an fp16 accumulator in fp16;
   ``ieee`` (and fp64) is a chain of fmas over K, in order;
 
+- **fp32 transcendentals** as the GPU's approximate instructions: ``tl.exp`` is ``ex2.approx`` of
+  ``x * log2(e)`` (the product rounded to fp32: 205 of 256 bits the same, the rest within 1 ulp of
+  the hardware's approximation); ``exp2``, ``sqrt``, ``sin`` and ``cos`` flush subnormal inputs (and
+  ``exp2``, ``sqrt`` and ``erf`` results) to zero (``exp2(-129)`` is 0). ``log`` stays exact (within
+  2 ulps).
+
 Sums and prefix sums are the front end's: it promotes bf16 ``tl.cumsum`` to fp32 on 3.0-3.8 (not
 3.9), and adds fp16 and bf16 in their own type otherwise, on the GPU as here. The GPU adds in the
 order of its lanes (a butterfly or a Hillis-Steele scan over each warp's 32 elements, then the
@@ -68,6 +74,14 @@ def _factors(handle):
 
 
 _TF32_MASK = np.uint32(0xFFFFE000)  #: the 10 mantissa bits TF32 keeps
+_LOG2_E = np.float32(1.4426950408889634)  #: log2(e) as compiled Triton's ``tl.exp`` multiplies by it
+_SMALLEST_NORMAL = np.float32(2.0 ** -126)
+
+
+def _flushed(data):
+    """fp32 ``data`` with subnormals made zero of the same sign, as the ``.ftz`` instructions read
+    and write them."""
+    return np.where(np.abs(data) < _SMALLEST_NORMAL, np.copysign(np.float32(0), data), data).astype(np.float32)
 
 
 def _chunked_dot(a, b, d, step, accumulator):
@@ -139,6 +153,44 @@ def arithmetic_class(base):
                 a_data, b_data = a.data, b.data
                 step = 32 if a_type.itemsize == 1 else 16
             return TensorHandle(_chunked_dot(a_data, b_data, d.data, step, accumulator), d.dtype.scalar)
+
+        def create_exp(self, arg):  # ex2.approx of x * log2(e), the product rounded to fp32 first
+            if arg.data.dtype != np.float32:
+                return base.create_exp(self, arg)
+            with np.errstate(over="ignore", invalid="ignore"):
+                power = (arg.data * _LOG2_E).astype(np.float32)
+                return TensorHandle(np.exp2(power.astype(np.float64)).astype(np.float32), arg.dtype.scalar)
+
+        def create_exp2(self, arg):  # ex2.approx.ftz: subnormal inputs and results are zero
+            if arg.data.dtype != np.float32:
+                return base.create_exp2(self, arg)
+            with np.errstate(over="ignore"):
+                exact = np.exp2(_flushed(arg.data).astype(np.float64)).astype(np.float32)
+            return TensorHandle(_flushed(exact), arg.dtype.scalar)
+
+        def create_sqrt(self, arg):  # sqrt.approx.ftz (tl.sqrt_rn is the exact one)
+            if arg.data.dtype != np.float32:
+                return base.create_sqrt(self, arg)
+            with np.errstate(invalid="ignore"):
+                return TensorHandle(_flushed(np.sqrt(_flushed(arg.data))), arg.dtype.scalar)
+
+        def create_sin(self, arg):  # sin.approx.ftz: a subnormal input is zero
+            if arg.data.dtype != np.float32:
+                return base.create_sin(self, arg)
+            with np.errstate(invalid="ignore"):
+                return TensorHandle(np.sin(_flushed(arg.data).astype(np.float64)).astype(np.float32), arg.dtype.scalar)
+
+        def create_cos(self, arg):  # cos.approx.ftz
+            if arg.data.dtype != np.float32:
+                return base.create_cos(self, arg)
+            with np.errstate(invalid="ignore"):
+                return TensorHandle(np.cos(_flushed(arg.data).astype(np.float64)).astype(np.float32), arg.dtype.scalar)
+
+        def create_erf(self, arg):  # the GPU's erf flushes subnormal results to zero
+            result = base.create_erf(self, arg)
+            if arg.data.dtype == np.float32:
+                result = TensorHandle(_flushed(result.data), arg.dtype.scalar)
+            return result
 
     GPUArithmetic.__name__ = GPUArithmetic.__qualname__ = base.__name__
     GPUArithmetic.__module__ = __name__
