@@ -48,8 +48,6 @@ KNOWN_GAPS = {
     "cumsum fp16 (random)": "the GPU adds fp16 in fp16 as kwshim does, but in its lanes' order (a Hillis-Steele scan "
     "over each warp's 32 elements, then the warps'; 64 of 64 the same in that order), here in sequence: where a "
     "partial sum overflows, one is inf and the other 65504",
-    "libdevice.sqrt_rn fp32": "the H200's libdevice flushes subnormal inputs to zero (sqrt_rn(1e-40) is 0, of "
-    "-1e-40 is -0.0); kwshim computes them exactly (GPU arithmetic issue: libdevice at its edges)",
 }
 #: Cases compared within a bound rather than bit for bit: (kind, bound, why), the bound being the
 #: largest difference measured on 3.0, 3.6 and 3.9, where the GPU's hardware approximation or order
@@ -69,6 +67,10 @@ TOLERANCES = {
     "sum fp16 (random)": ("ulps", 1, "fp16 on both, in the GPU's lane order there (a butterfly over each warp's "
                           "32 elements, then the warps': the same in that order), pairwise here"),
     "dot fp32 tf32x3": ("of largest", 2e-6, "three TF32 products per element on the GPU; fp32 here"),
+    **{f"libdevice.{f} fp32": ("ulps", 1, f"libdevice's {f} (1 ulp in the CUDA math API); exact here")
+       for f in ("sinpi", "cospi")},
+    "libdevice.erfcinv fp32": ("ulps", 2, "libdevice's erfcinv (4 ulps in the CUDA math API); exact here"),
+    "libdevice.exp_of_a_scalar fp32": ("ulps", 1, "libdevice's expf (2 ulps in the CUDA math API); exact here"),
 }
 #: Cases where another release's own front end differs from 3.6's (compiled on that release does the same).
 RELEASE_GAPS = {
@@ -88,6 +90,12 @@ ARITHMETIC = ["bf16", "fp16", "fp32", "fp8e4nv", "fp8e5"]
 #: type of each. fp32's values are compared for the functions whose result is exact.
 LIBDEVICE = {"exp": None, "sqrt_rn": None, "isnan": "int32", "pow": None}
 LIBDEVICE_EXACT = ("sqrt_rn", "isnan")
+#: libdevice at its edges: (function, argument type, result type or None for the argument's)
+LIBDEVICE_EDGES = [("float2int_rn", "fp32", "int32"), ("float2uint_rn", "fp32", "int32"),
+                   ("float2ll_rz", "fp32", "int64"), ("double2int_rz", "fp64", "int32"),
+                   ("double2uint_rz", "fp64", "int32"), ("round", "fp32", None), ("sinpi", "fp32", None),
+                   ("cospi", "fp32", None), ("logb", "fp32", None), ("ilogb", "fp32", "int32"),
+                   ("erfcinv", "fp32", None), ("saturatef", "fp32", None), ("llround", "fp32", "int64")]
 
 
 def storage(type_name):
@@ -187,6 +195,13 @@ def cases():
                 table.append((f"libdevice.{function} {type_name}", "unary", {"OP": f"libdevice.{function}"},
                               [type_name], result))
     table += gpu_arithmetic_cases()
+    for function, source, result in LIBDEVICE_EDGES:
+        table.append((f"libdevice.{function} {source}", "unary", {"OP": f"libdevice.{function}"}, [source], result))
+    for type_name in ("fp16", "bf16"):
+        table.append((f"libdevice.pow_mixed {type_name}", "unary", {"OP": "libdevice.pow_mixed"}, [type_name], "fp32"))
+    table.append(("libdevice.exp_of_a_scalar fp32", "unary", {"OP": "libdevice.exp_of_a_scalar"}, ["fp32"], None))
+    for function in ("remainder", "fdim"):
+        table.append((f"libdevice.{function} fp32", "binary", {"OP": f"libdevice.{function}"}, ["fp32", "fp32"], None))
     for type_name in ("fp32", "fp64"):  # (fp32, fp64) is not in pow's table; (fp64, fp64) is
         table.append((f"libdevice.pow_tiny {type_name}", "unary", {"OP": "libdevice.pow_tiny"}, [type_name], None))
     return table
@@ -341,6 +356,36 @@ def unary(x_ptr, out_ptr, N: tl.constexpr, IN: tl.constexpr, OUT: tl.constexpr, 
         r = tl.erf(x)
     elif OP == "sigmoid":
         r = tl.sigmoid(x)
+    elif OP == "libdevice.float2int_rn":
+        r = libdevice.float2int_rn(x)
+    elif OP == "libdevice.float2uint_rn":
+        r = libdevice.float2uint_rn(x)
+    elif OP == "libdevice.float2ll_rz":
+        r = libdevice.float2ll_rz(x)
+    elif OP == "libdevice.double2int_rz":
+        r = libdevice.double2int_rz(x)
+    elif OP == "libdevice.double2uint_rz":
+        r = libdevice.double2uint_rz(x)
+    elif OP == "libdevice.round":
+        r = libdevice.round(x)
+    elif OP == "libdevice.sinpi":
+        r = libdevice.sinpi(x)
+    elif OP == "libdevice.cospi":
+        r = libdevice.cospi(x)
+    elif OP == "libdevice.logb":
+        r = libdevice.logb(x)
+    elif OP == "libdevice.ilogb":
+        r = libdevice.ilogb(x)
+    elif OP == "libdevice.erfcinv":
+        r = libdevice.erfcinv(x)
+    elif OP == "libdevice.saturatef":
+        r = libdevice.saturatef(x)
+    elif OP == "libdevice.llround":
+        r = libdevice.llround(x)
+    elif OP == "libdevice.pow_mixed":  # a half-width tensor and a float: the front end promotes, or refuses
+        r = libdevice.pow(x, 1.5)
+    elif OP == "libdevice.exp_of_a_scalar":  # no tensor argument at all
+        r = tl.zeros_like(x) + libdevice.exp(2.0)
     elif OP == "libdevice.pow_tiny":  # a float below fp32's normal range is typed fp64, as to_tensor types it
         r = libdevice.pow(x, 1e-40)
     else:
@@ -381,6 +426,10 @@ def binary(x_ptr, y_ptr, out_ptr, N: tl.constexpr, IN: tl.constexpr, OUT: tl.con
         r = tl.where(x < y, x, y)
     elif OP == "mul_add":  # contracted to one fma where fp fusion is on
         r = x * y + x
+    elif OP == "libdevice.remainder":
+        r = libdevice.remainder(x, y)
+    elif OP == "libdevice.fdim":
+        r = libdevice.fdim(x, y)
     elif OP == "floordiv":
         r = x // y
     else:

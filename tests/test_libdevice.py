@@ -257,3 +257,26 @@ def test_a_float_below_fp32_s_normal_range_is_an_fp64_argument():
         with pytest.raises(Exception) as caught:
             power_of_float[(1,)](x, out, 1e-40)
     assert "kwshim: compiled Triton has no libdevice.pow for arguments of type (fp32, fp64)" in str(caught.value)
+
+
+@triton.jit
+def libdevice_edges(x_ptr, out_ptr, bits_ptr):
+    offsets = tl.arange(0, 4)
+    x = tl.load(x_ptr + offsets)
+    tl.store(out_ptr + offsets, MODULE.sqrt_rn(x) + MODULE.exp(2.0) * 0)  # a call with no tensor argument
+    tl.store(bits_ptr + offsets, MODULE.float_as_uint(-x) >> 31)  # signed in Triton's table: an arithmetic shift
+
+
+@needs_block_loads
+def test_fp32_subnormal_arguments_are_zeros_under_gpu_numerics_and_unsigned_results_are_signed():
+    """The H200's libdevice reads an fp32 subnormal as zero (``sqrt_rn(1e-40)`` is 0: the table's
+    libdevice rows); ``numerics="ieee"`` computes it. ``float_as_uint(-x) >> 31`` is -1 compiled."""
+    global MODULE
+    MODULE = libdevice()
+    x, out, bits = torch.tensor([1e-40, 4.0, 1.0, 9.0]), torch.zeros(4), torch.zeros(4, dtype=torch.int32)
+    with kwshim.activate():
+        libdevice_edges[(1,)](x, out, bits)
+    assert out.tolist() == [0.0, 2.0, 1.0, 3.0] and bits.tolist() == [-1, -1, -1, -1]
+    with kwshim.activate(numerics="ieee"):
+        libdevice_edges[(1,)](x, out, bits)
+    assert out[0].item() == pytest.approx(1e-20, rel=1e-6)

@@ -114,6 +114,8 @@ def arithmetic_class(base):
     class GPUArithmetic(base):
         """The interpreter's builder with the GPU's fused multiply-adds and tensor-core dots."""
 
+        kwshim_gpu_arithmetic = True  #: libdevice reads it: fp32 subnormal arguments are zeros
+
         def create_fmul(self, lhs, rhs):
             product = base.create_fmul(self, lhs, rhs)
             product.kwshim_factors = (lhs.data, rhs.data)  # for an add that contracts with it (arrays: no chain)

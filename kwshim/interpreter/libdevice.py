@@ -11,6 +11,9 @@ switch is on (``install``), and, for each launch of a wrapped kernel, the global
 its jitted helpers that name a libdevice function or module (``global_swaps``), which reaches
 ``from ...libdevice import tanh`` done before anything was switched on.
 
+Under ``numerics="gpu"`` fp32 subnormal arguments are zeros, as libdevice linked with FTZ reads them
+(measured on the H200: ``sqrt_rn(1e-40)`` is 0, ``ilogb(1e-40)`` INT_MIN).
+
 Each implementation takes the argument types compiled Triton takes: the keys of the table the
 stub hands to ``core.extern_elementwise`` (``_accepted_types``; for ``extra.libdevice``, whose
 stubs compile to the backend's, the CUDA module's table: the NVIDIA GPU kwshim follows). Any other
@@ -45,17 +48,20 @@ def _element_wise(name, numpy_fn, result_dtype, accepted=None):
         import triton.language as tl
         from triton.runtime.interpreter import TensorHandle
 
-        tensors = [a for a in args if isinstance(a, tl.tensor)]
-        if not tensors:
-            raise TypeError(f"libdevice.{name}() needs a tensor argument")
         if accepted is not None:
             _check_types(name, args, accepted)
+        tensors = [a for a in args if isinstance(a, tl.tensor)]
+        if not tensors:  # scalars alone (libdevice.exp(2.0)): typed as compiled types them, a scalar result
+            tensors = [_scalar_tensor(a) for a in args]
+            args = tensors
         like = tensors[0]
         arrays = []
         for a in args:
             value = a.value if isinstance(a, tl.constexpr) else a
             arrays.append(value.handle.data if isinstance(value, tl.tensor)
                           else np.asarray(value, like.handle.data.dtype))
+        if name not in _OWN_SUBNORMALS and _flushing():  # libdevice linked with FTZ (measured on the H200)
+            arrays = [_flushed(array, positive=name in _POSITIVE_FLUSH) for array in arrays]
         with np.errstate(all="ignore"):
             result = np.asarray(numpy_fn(*np.broadcast_arrays(*arrays)))
         if result_dtype is SAME:
@@ -69,6 +75,42 @@ def _element_wise(name, numpy_fn, result_dtype, accepted=None):
     implementation.__name__ = name
     implementation.__qualname__ = f"libdevice.{name}"
     return implementation
+
+
+def _flushing() -> bool:
+    """Whether the arithmetic in force is the GPU's (``numerics="gpu"``: the interpreter's builder is
+    ``gpu_arithmetic``'s), which reads libdevice's fp32 subnormal arguments as zeros."""
+    interpreter = sys.modules.get("triton.runtime.interpreter")
+    return getattr(type(getattr(interpreter, "interpreter_builder", None)), "kwshim_gpu_arithmetic", False)
+
+
+def _flushed(array, positive=False):
+    """fp32 subnormals as zeros of their sign (``positive``: +0, as the H200's ``sinpif`` reads them)."""
+    if array.dtype != np.float32:
+        return array
+    zero = np.float32(0) if positive else np.copysign(np.float32(0), array)
+    return np.where((np.abs(array) < np.float32(2.0 ** -126)) & (array != 0), zero, array)
+
+
+#: Functions whose subnormal arguments their table entry treats itself (``logbf`` of one is -150 on
+#: the H200, not logb(0)), and those that read them as +0.
+_OWN_SUBNORMALS = frozenset({"logb"})
+_POSITIVE_FLUSH = frozenset({"sinpi"})
+
+
+_NUMPY_TYPES = {"int1": np.bool_, "int32": np.int32, "uint32": np.uint32, "int64": np.int64, "uint64": np.uint64,
+                "fp32": np.float32, "fp64": np.float64}
+
+
+def _scalar_tensor(value):
+    """A Python scalar as the interpreter's scalar tensor of the type compiled ``to_tensor`` gives it."""
+    import triton.language as tl
+    from triton.runtime.interpreter import TensorHandle
+
+    value = value.value if isinstance(value, tl.constexpr) else value
+    type_name = _type_name(value)
+    dtype = {"fp32": tl.float32, "fp64": tl.float64}.get(type_name) or getattr(tl, type_name)
+    return tl.tensor(TensorHandle(np.array([value], _NUMPY_TYPES[type_name]), dtype), dtype)
 
 
 def _type_name(value) -> str:

@@ -29,14 +29,10 @@ def _torch(name):
     return apply
 
 
-def _gamma(v):
-    return math.gamma(v) if v > 0 or v != math.floor(v) else math.nan
-
-
 def _per_bits(x, per_value, dtype=np.int32):
     """``per_value(value, bits)`` on each element's unsigned bits: the integer bit functions."""
     bits = x.dtype.itemsize * 8
-    unsigned = x.astype({4: np.uint32, 8: np.uint64}[x.dtype.itemsize])
+    unsigned = x.astype(np.dtype(f"uint{bits}"))
     return np.array([per_value(int(v), bits) for v in unsigned.ravel()], dtype).reshape(x.shape)
 
 
@@ -74,6 +70,142 @@ def _byte_perm(x, y, s):
     return np.array(out, np.uint32).reshape(x.shape).view(x.dtype) if x.dtype.itemsize == 4 else np.array(out)
 
 
+def _remainder(x, y):
+    """IEEE 754 ``remainder``: ``x - n * y`` with ``n`` the integer nearest ``x / y`` (ties to even),
+    exact (``math.remainder``; the result is representable in the operands' type)."""
+    def one(a, b):
+        if math.isnan(a) or math.isnan(b) or math.isinf(a) or b == 0:
+            return math.nan
+        if math.isinf(b):
+            return a
+        return math.remainder(a, b)
+
+    return np.vectorize(one, otypes=[np.float64])(x, y)
+
+
+def _erfcinv(x):
+    """``erfcinv(x) = -ndtri(x / 2) / sqrt(2)``, computed in fp64: ``erfinv(1 - x)`` loses everything
+    below 1e-8 (fp32 ``erfcinv(1e-10)`` was inf)."""
+    half = (np.asarray(x, np.float64) / 2)
+    return -_torch("ndtri")(half) / math.sqrt(2) + 0.0  # erfcinv(1) is +0
+
+
+def _pi_times(x, cosine):
+    """``sin(pi x)`` or ``cos(pi x)`` with the argument reduced exactly: ``x`` mod 2 is exact in
+    floating point, and the integers and half-integers give exact zeros and ones."""
+    wide = np.asarray(x, np.float64)
+    with np.errstate(invalid="ignore"):
+        reduced = np.fmod(wide, 2.0)  # exact, in (-2, 2), the sign of x
+        twice = reduced * 2  # exact
+        whole = twice == np.rint(twice)  # a multiple of 1/2
+        quarter = np.mod(np.rint(twice), 4)  # which multiple of pi / 2
+        if cosine:
+            value = np.cos(np.pi * reduced)
+            exact = np.choose(quarter.astype(np.int64) % 4, [1.0, 0.0, -1.0, 0.0])
+        else:
+            value = np.sin(np.pi * reduced)
+            exact = np.choose(quarter.astype(np.int64) % 4, [0.0, 1.0, 0.0, -1.0])
+            exact = np.where(exact == 0, np.copysign(0.0, wide), exact)  # sinpi(n) is +-0, as x
+        result = np.where(whole & np.isfinite(wide), exact, value)
+    return np.where(np.isfinite(wide), result, np.nan)
+
+
+def _round_half_away(x):
+    """C's ``round``: half-way cases away from zero, exactly (``floor(|x| + 0.5)`` rounds twice:
+    ``round(0.49999997)`` was 1)."""
+    whole = np.trunc(x)
+    with np.errstate(invalid="ignore"):
+        return np.where(np.abs(x - whole) >= 0.5, whole + np.copysign(np.ones_like(x), x), whole)
+
+
+def _logb(x):
+    """The unbiased exponent of ``x`` as a float (``frexp``, exact): -inf for 0, inf for inf."""
+    if x.dtype == np.float32 and _flushing_libdevice():  # the H200's logbf of a flushed subnormal: -150
+        subnormal = (np.abs(x) < np.float32(2.0 ** -126)) & (x != 0)
+        return np.where(subnormal, -150.0, _logb(x.astype(np.float64)))
+    _, exponent = np.frexp(x)
+    with np.errstate(invalid="ignore"):
+        result = (exponent - 1).astype(np.float64)
+    result = np.where(x == 0, -np.inf, result)
+    result = np.where(np.isinf(x), np.inf, result)
+    return np.where(np.isnan(x), np.nan, result)
+
+
+def _flushing_libdevice():
+    from .libdevice import _flushing
+
+    return _flushing()
+
+
+def _ilogb(x):
+    """``logb`` as an int32: INT_MIN for 0 and NaN, INT_MAX for inf (CUDA's ``ilogbf``)."""
+    _, exponent = np.frexp(x)
+    result = (exponent - 1).astype(np.int64)
+    result = np.where((x == 0) | np.isnan(x), np.iinfo(np.int32).min, result)
+    return np.where(np.isinf(x), np.iinfo(np.int32).max, result).astype(np.int32)
+
+
+def _cvt(round_to_integer, dtype):
+    """A float rounded to an integer by ``round_to_integer``, then converted as PTX's ``cvt``
+    converts (saturating, NaN to 0 for 32-bit results: ``conversions.float_to_int``)."""
+    from .conversions import float_to_int
+
+    def apply(x):
+        with np.errstate(invalid="ignore"):
+            return float_to_int(round_to_integer(x), np.dtype(dtype))
+
+    return apply
+
+
+def _lgamma(v):
+    if math.isinf(v):
+        return math.inf
+    if v <= 0 and v == math.floor(v):  # the poles: 0 and the negative integers
+        return math.inf
+    return math.lgamma(v)
+
+
+def _tgamma(v):
+    if math.isnan(v) or v == -math.inf:
+        return math.nan
+    if v == 0:
+        return math.copysign(math.inf, v)
+    if v < 0 and v == math.floor(v):
+        return math.nan
+    try:
+        return math.gamma(v)
+    except OverflowError:  # past 171.6: the result is too large for fp64
+        return math.inf
+
+
+def _cyl_bessel_i0(x):
+    """I0 in fp64 (torch's fp32 kernel overflows from 89, where the fp32 result is 1.9e37)."""
+    wide = np.asarray(x, np.float64)
+    return np.where(np.isinf(wide), np.inf, _torch("i0")(wide))
+
+
+def _bessel_at_infinity(name):
+    """j0, j1, y0, y1: 0 at +-inf (torch's kernels give NaN); y0/y1 of -inf stay NaN."""
+    def apply(x):
+        wide = np.asarray(x, np.float64)
+        result = _torch(name)(wide)
+        at_inf = np.isposinf(wide) | (np.isneginf(wide) & name.startswith("bessel_j"))
+        return np.where(at_inf, 0.0, result)
+
+    return apply
+
+
+def _mul24(x, y):
+    """PTX ``mul24.lo``: the low 24 bits of each operand, signed for signed operands."""
+    def low24(v):
+        low = v.astype(np.int64) & 0xFFFFFF
+        if v.dtype.kind == "i":
+            low = np.where(low >= 1 << 23, low - (1 << 24), low)
+        return low
+
+    return (low24(x) * low24(y)).astype(x.dtype)
+
+
 _ROUNDED: Dict[str, Callable[[Any], Any]] = {"rn": np.rint, "rz": np.trunc, "rd": np.floor, "ru": np.ceil}
 
 
@@ -92,8 +224,8 @@ def _round_exact(exact, dtype, mode):
             away = abs(exact) >= limit + half_ulp
         else:
             away = (mode == "ru" and exact > 0) or (mode == "rd" and exact < 0)
-        return dtype.type(math.copysign(math.inf if away else float(largest), exact))
-    candidate = dtype.type(float(exact))  # one of the two neighbours of ``exact``
+        return dtype.type(math.copysign(math.inf if away else float(largest), -1.0 if exact < 0 else 1.0))
+    candidate = dtype.type(float(exact))  # one of the two neighbours of ``exact`` (|exact| <= largest: no overflow)
     value = Fraction(float(candidate))
     if value == exact:
         return candidate
@@ -160,16 +292,13 @@ def _sqrt_rounded(mode):
 
 
 def _fma(mode):
-    """``x * y + z`` rounded once. fp32 to nearest goes through float64, where the product is exact."""
-    rounded = _rounded(mode, lambda x, y, z: x * y + z, lambda x, y, z: x * y + z,
-                       lambda x, y, z: (-1.0 if _opposite_signs(x, y) else 1.0, z))
+    """``x * y + z`` rounded once (``interpreter.fma`` to nearest; the exact rational otherwise, where
+    infinities, NaN and the signs of zeros are the nearest result's)."""
+    from .fma import fma
 
-    def apply(x, y, z):
-        if mode == "rn" and x.dtype == np.float32:
-            return (x.astype(np.float64) * y.astype(np.float64) + z.astype(np.float64)).astype(np.float32)
-        return rounded(x, y, z)
-
-    return apply
+    if mode == "rn":
+        return fma
+    return _rounded(mode, lambda x, y, z: x * y + z, fma, lambda x, y, z: (-1.0 if _opposite_signs(x, y) else 1.0, z))
 
 
 def _opposite_signs(x, y):
@@ -203,8 +332,8 @@ _add("rcp_rn", lambda x: 1 / x)
 _add("sin fast_sinf", np.sin)
 _add("cos fast_cosf", np.cos)
 _add("tan fast_tanf", np.tan)
-_add("sinpi", lambda x: np.sin(np.pi * x))
-_add("cospi", lambda x: np.cos(np.pi * x))
+_add("sinpi", lambda x: _pi_times(x, cosine=False))
+_add("cospi", lambda x: _pi_times(x, cosine=True))
 _add("asin", np.arcsin)
 _add("acos", np.arccos)
 _add("atan", np.arctan)
@@ -217,47 +346,47 @@ _add("atanh", np.arctanh)
 _add("erf", _vectorized(math.erf))
 _add("erfc", _vectorized(math.erfc))
 _add("erfinv", _torch("erfinv"))
-_add("erfcinv", lambda x: _torch("erfinv")(1 - x))
+_add("erfcinv", _erfcinv)
 _add("erfcx", _torch("erfcx"))
 _add("normcdf", _torch("ndtr"))
 _add("normcdfinv", _torch("ndtri"))
-_add("lgamma", _vectorized(math.lgamma))
-_add("tgamma", _vectorized(_gamma))
-_add("cyl_bessel_i0", _torch("i0"))
+_add("lgamma", _vectorized(_lgamma))
+_add("tgamma", _vectorized(_tgamma))
+_add("cyl_bessel_i0", _cyl_bessel_i0)
 _add("cyl_bessel_i1", _torch("i1"))
-_add("j0", _torch("bessel_j0"))
-_add("j1", _torch("bessel_j1"))
-_add("y0", _torch("bessel_y0"))
-_add("y1", _torch("bessel_y1"))
+_add("j0", _bessel_at_infinity("bessel_j0"))
+_add("j1", _bessel_at_infinity("bessel_j1"))
+_add("y0", _bessel_at_infinity("bessel_y0"))
+_add("y1", _bessel_at_infinity("bessel_y1"))
 _add("floor", np.floor)
 _add("ceil", np.ceil)
 _add("trunc", np.trunc)
-_add("round", lambda x: np.copysign(np.floor(np.abs(x) + 0.5), x))
+_add("round", _round_half_away)
 _add("rint nearbyint", np.rint)
 _add("abs fabs", np.abs)
-_add("saturatef", lambda x: np.clip(x, 0, 1))
-_add("logb", lambda x: np.floor(np.log2(np.abs(x))))
+_add("saturatef", lambda x: np.where(np.isnan(x), 0, np.clip(x, 0, 1)) + 0.0)  # +0 for -0 and NaN
+_add("logb", _logb)
 _add("isnan", lambda x: np.isnan(x).astype(np.int32), "natural")
 _add("isinf", lambda x: np.isinf(x).astype(np.int32), "natural")
 _add("isfinited finitef", lambda x: np.isfinite(x).astype(np.int32), "natural")
 _add("signbit", lambda x: np.signbit(x).astype(np.int32), "natural")
-_add("ilogb", lambda x: np.floor(np.log2(np.abs(x))).astype(np.int32), "natural")
-_add("llrint", lambda x: np.rint(x).astype(np.int64), "natural")
-_add("llround", lambda x: np.copysign(np.floor(np.abs(x) + 0.5), x).astype(np.int64), "natural")
+_add("ilogb", _ilogb, "natural")
+_add("llrint", _cvt(np.rint, np.int64), "natural")
+_add("llround", _cvt(_round_half_away, np.int64), "natural")
 _add("pow powf fast_powf", np.power)
 _add("atan2", np.arctan2)
 _add("fmod", np.fmod)
-_add("remainder", lambda x, y: x - y * np.rint(x / y))
+_add("remainder", _remainder)
 _add("fmin min", np.fmin)
 _add("fmax max", np.fmax)
 _add("hypot", np.hypot)
-_add("rhypot", lambda x, y: 1 / np.hypot(x, y))
-_add("norm3d", lambda x, y, z: np.sqrt(x * x + y * y + z * z))
-_add("norm4d", lambda x, y, z, t: np.sqrt(x * x + y * y + z * z + t * t))
-_add("rnorm3d", lambda x, y, z: 1 / np.sqrt(x * x + y * y + z * z))
-_add("rnorm4d", lambda x, y, z, t: 1 / np.sqrt(x * x + y * y + z * z + t * t))
+_add("rhypot", lambda x, y: 1 / np.hypot(x.astype(np.float64), y.astype(np.float64)))
+_add("norm3d", lambda x, y, z: np.hypot(np.hypot(x.astype(np.float64), y), z))
+_add("norm4d", lambda x, y, z, t: np.hypot(np.hypot(x.astype(np.float64), y), np.hypot(z.astype(np.float64), t)))
+_add("rnorm3d", lambda x, y, z: 1 / np.hypot(np.hypot(x.astype(np.float64), y), z))
+_add("rnorm4d", lambda x, y, z, t: 1 / np.hypot(np.hypot(x.astype(np.float64), y), np.hypot(z.astype(np.float64), t)))
 _add("copysign", np.copysign)
-_add("fdim", lambda x, y: np.maximum(x - y, 0))
+_add("fdim", lambda x, y: np.where(np.isnan(x) | np.isnan(y), np.nan, np.where(x > y, x - y, 0.0)))
 _add("nextafter", np.nextafter)
 _add("div_rn fast_dividef", np.true_divide)
 _add("add_rn", np.add)
@@ -286,7 +415,7 @@ _add_directed_roundings()
 _add("ldexp scalbn", lambda x, n: np.ldexp(x, np.asarray(n).astype(np.int32)))
 _add("hadd", lambda x, y: ((x.astype(np.int64) + y.astype(np.int64)) >> 1).astype(x.dtype))
 _add("rhadd", lambda x, y: ((x.astype(np.int64) + y.astype(np.int64) + 1) >> 1).astype(x.dtype))
-_add("mul24", lambda x, y: ((x.astype(np.int64) & 0xFFFFFF) * (y.astype(np.int64) & 0xFFFFFF)).astype(x.dtype))
+_add("mul24", _mul24)
 _add("sad", lambda x, y, z: (np.abs(x.astype(np.int64) - y.astype(np.int64)) + z).astype(z.dtype))
 _add("mulhi", _mulhi)
 _add("clz", _clz, "natural")
@@ -303,7 +432,9 @@ def _add_conversions():
                                         ("float", "ll", np.int64), ("float", "ull", np.uint64),
                                         ("double", "int", np.int32), ("double", "uint", np.uint32),
                                         ("double", "ll", np.int64), ("double", "ull", np.uint64)):
-            _add(f"{source}2{target}_{mode}", _then_as(round_to_integer, integer), integer)
+            # the result type is Triton's table's, signed (float2uint_rn returns an int32 there)
+            signed = {np.uint32: np.int32, np.uint64: np.int64}.get(integer, integer)
+            _add(f"{source}2{target}_{mode}", _signed(_cvt(round_to_integer, integer), signed), signed)
         for source, target, floating in (("double", "float", np.float32), ("int", "float", np.float32),
                                          ("uint", "float", np.float32), ("ll", "float", np.float32),
                                          ("ull", "float", np.float32), ("int", "double", np.float64),
@@ -312,6 +443,11 @@ def _add_conversions():
             convert = _then_as(None, floating)
             _add(f"{source}2{target}_{mode}", convert if mode == "rn" else _rounded(mode, lambda x: x, convert),
                  floating)
+
+
+def _signed(function, dtype):
+    """``function``'s result reinterpreted as ``dtype`` (the same bits)."""
+    return lambda *arrays: np.asarray(function(*arrays)).view(dtype)
 
 
 def _then_as(function, dtype):
@@ -323,7 +459,7 @@ def _then_as(function, dtype):
 
 _add_conversions()
 _add("float_as_int", lambda x: x.astype(np.float32).view(np.int32), np.int32)
-_add("float_as_uint", lambda x: x.astype(np.float32).view(np.uint32), np.uint32)
+_add("float_as_uint", lambda x: x.astype(np.float32).view(np.int32), np.int32)  # signed in Triton's table
 _add("int_as_float uint_as_float", lambda x: x.astype(np.int32).view(np.float32), np.float32)
 _add("double_as_longlong", lambda x: x.astype(np.float64).view(np.int64), np.int64)
 _add("longlong_as_double", lambda x: x.astype(np.int64).view(np.float64), np.float64)
