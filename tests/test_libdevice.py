@@ -280,3 +280,25 @@ def test_fp32_subnormal_arguments_are_zeros_under_gpu_numerics_and_unsigned_resu
     with kwshim.activate(numerics="ieee"):
         libdevice_edges[(1,)](x, out, bits)
     assert out[0].item() == pytest.approx(1e-20, rel=1e-6)
+
+
+@kwsafe
+@triton.jit
+def through_attributes(x_ptr, out_ptr):
+    offsets = tl.arange(0, 4)
+    tl.store(out_ptr + offsets, tl.extra.cuda.libdevice.tanh(tl.load(x_ptr + offsets)))
+
+
+@needs_block_loads
+def test_a_wrapped_kernel_gets_libdevice_reached_through_attributes_without_the_switch():
+    """``tl.extra.cuda.libdevice.tanh`` under ``@kwsafe`` alone gave Triton's "Did you forget to add
+    @triton.jit" (3.0) or None in arithmetic (3.6+)."""
+    try:
+        module = importlib.import_module("triton.language.extra.cuda.libdevice")
+    except ImportError:
+        pytest.skip("this Triton has no triton.language.extra.cuda.libdevice")
+    original = vars(module)["tanh"]
+    x, out = torch.tensor([0.5, 1.0, 2.0, 3.5]), torch.zeros(4)
+    through_attributes[(1,)](x, out)
+    torch.testing.assert_close(out, torch.tanh(x))
+    assert vars(module)["tanh"] is original and not kwshim.doors.switch.is_active()

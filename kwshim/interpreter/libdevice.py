@@ -238,20 +238,24 @@ def install(patch):
                 patch.setattr(module, name, replacement)
 
 
-def global_swaps(fn) -> List[Tuple[dict, str, Any]]:
+def global_swaps(fn) -> List[Tuple[Any, str, Any]]:
     """(globals, name, CPU implementation) for every libdevice function or module that ``fn`` or a
     jitted helper it reaches names as a global (``from ...libdevice import tanh`` binds the original
-    at import, which patching the module does not reach)."""
+    at import, which patching the module does not reach); and (module, name, CPU implementation)
+    for every function such code reaches through a chain of attributes
+    (``tl.extra.cuda.libdevice.exp``): the names it uses, of the loaded libdevice modules."""
     functions, modules = _replacements()
-    swaps: List[Tuple[dict, str, Any]] = []
+    swaps: List[Tuple[Any, str, Any]] = []
     seen = set()
     pending = [fn]
+    used: set = set()
     while pending:
         function = pending.pop()
         if id(function) in seen or not hasattr(function, "__globals__"):
             continue
         seen.add(id(function))
         names = set(function.__code__.co_names)
+        used |= names
         for name in names:
             value = function.__globals__.get(name)
             if value is None:
@@ -261,4 +265,11 @@ def global_swaps(fn) -> List[Tuple[dict, str, Any]]:
                 swaps.append((function.__globals__, name, replacement))
             elif hasattr(value, "fn") and hasattr(value.fn, "__globals__"):  # a jitted helper
                 pending.append(value.fn)
+    if "libdevice" in used:  # reached as an attribute of a module
+        for module_name in _MODULES:
+            module = sys.modules.get(module_name)
+            for name in sorted(used) if module is not None else ():
+                replacement = functions.get(id(vars(module).get(name)))
+                if replacement is not None:
+                    swaps.append((module, name, replacement))
     return swaps
