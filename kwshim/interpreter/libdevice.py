@@ -60,10 +60,14 @@ def _element_wise(name, numpy_fn, result_dtype, accepted=None):
             value = a.value if isinstance(a, tl.constexpr) else a
             arrays.append(value.handle.data if isinstance(value, tl.tensor)
                           else np.asarray(value, like.handle.data.dtype))
-        if name not in _OWN_SUBNORMALS and _flushing():  # libdevice linked with FTZ (measured on the H200)
-            arrays = [_flushed(array, positive=name in _POSITIVE_FLUSH) for array in arrays]
+        flushing = _flushing()
+        if flushing:  # libdevice linked with FTZ (measured on the H200)
+            given, arrays = arrays, [_flushed(array, positive=name in _POSITIVE_FLUSH) for array in arrays]
         with np.errstate(all="ignore"):
             result = np.asarray(numpy_fn(*np.broadcast_arrays(*arrays)))
+        if flushing and name in _SUBNORMAL_RESULTS and given[0].dtype == np.float32:
+            subnormal = (np.abs(given[0]) < np.float32(2.0 ** -126)) & (given[0] != 0)
+            result = np.where(subnormal, _SUBNORMAL_RESULTS[name], result)
         if result_dtype is SAME:
             result = result.astype(like.handle.data.dtype, copy=False)
         elif result_dtype != "natural":
@@ -92,9 +96,9 @@ def _flushed(array, positive=False):
     return np.where((np.abs(array) < np.float32(2.0 ** -126)) & (array != 0), zero, array)
 
 
-#: Functions whose subnormal arguments their table entry treats itself (``logbf`` of one is -150 on
-#: the H200, not logb(0)), and those that read them as +0.
-_OWN_SUBNORMALS = frozenset({"logb"})
+#: What the H200's libdevice gives for an fp32 subnormal argument where that is not the function
+#: of zero (``logbf``: -150, not -inf), and the functions that read one as +0 whatever its sign.
+_SUBNORMAL_RESULTS = {"logb": -150.0}
 _POSITIVE_FLUSH = frozenset({"sinpi"})
 
 

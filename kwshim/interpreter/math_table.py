@@ -120,21 +120,12 @@ def _round_half_away(x):
 
 def _logb(x):
     """The unbiased exponent of ``x`` as a float (``frexp``, exact): -inf for 0, inf for inf."""
-    if x.dtype == np.float32 and _flushing_libdevice():  # the H200's logbf of a flushed subnormal: -150
-        subnormal = (np.abs(x) < np.float32(2.0 ** -126)) & (x != 0)
-        return np.where(subnormal, -150.0, _logb(x.astype(np.float64)))
     _, exponent = np.frexp(x)
     with np.errstate(invalid="ignore"):
         result = (exponent - 1).astype(np.float64)
     result = np.where(x == 0, -np.inf, result)
     result = np.where(np.isinf(x), np.inf, result)
     return np.where(np.isnan(x), np.nan, result)
-
-
-def _flushing_libdevice():
-    from .libdevice import _flushing
-
-    return _flushing()
 
 
 def _ilogb(x):
