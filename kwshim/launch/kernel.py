@@ -71,7 +71,7 @@ class LaunchPaths:
         scoped = interpreter.launch_scope(kernel.fn)
         if scoped is not None:  # it takes the launch lock itself (a second acquire: ~1,000 instructions)
             lock = None
-        raw = _raw_launch(this, getitem, method_run, lock, scoped)
+        raw = _raw_launch(this, getitem, method_run, lock, scoped, keyword_only)
 
         def with_injected(kwargs):
             """The launch's keywords as compiled ``run`` completes them (a copy). Called where that
@@ -101,7 +101,14 @@ class LaunchPaths:
             if hooks:  # compiled Triton calls them with the caller's values, before binding
                 for hook in list(hooks):
                     hook(*args, **kwargs)
-            bound = bind_checked(args, kwargs)
+            try:  # bind_checked, written out: every launch with keywords pays for this frame
+                bound = bind(*args, **kwargs)
+            except TypeError:
+                bound = None
+            if bound is None:
+                fail(args, kwargs, check)
+            if not checked.isdisjoint(kwargs):
+                check_options(name, kwargs)
             if keyword_only:
                 positional, keywords = bound
             else:
@@ -182,13 +189,17 @@ def _tuple_grid(grid):
     return as_tuple
 
 
-def _raw_launch(this, getitem, method_run, lock, scoped):
+def _raw_launch(this, getitem, method_run, lock, scoped, keywords):
     """``raw(grid, positional, keywords)``: the bare interpreter's launch of the kernel ``this``
     refers to, run through ``scoped`` where that is not None (``interpreter.launch_scope``, which
-    serializes), else serialized by ``lock`` where that is not None. One function per case, so
-    that a launch pays for no test it does not need."""
+    serializes), else serialized by ``lock`` where that is not None; ``keywords``: whether the
+    kernel has keyword-only parameters (else ``keywords`` is always empty). One function per case,
+    so that a launch pays for no test it does not need."""
     if method_run is not None:  # 3.6+: the interpreter's run is a method
-        if scoped is not None:  # serialized by the scope itself
+        if scoped is not None and not keywords:  # serialized by the scope itself
+            def raw(grid, args, kwargs):
+                return scoped(method_run, this(), *args, grid=grid, warmup=False)
+        elif scoped is not None:
             def raw(grid, args, kwargs):
                 return scoped(method_run, this(), *args, grid=grid, warmup=False, **kwargs)
         elif lock is not None:
@@ -199,8 +210,12 @@ def _raw_launch(this, getitem, method_run, lock, scoped):
             def raw(grid, args, kwargs):
                 return method_run(this(), *args, grid=grid, warmup=False, **kwargs)
     elif scoped is not None:
-        def raw(grid, args, kwargs):
-            return scoped(getitem(this(), grid), *args, **kwargs)
+        if keywords:
+            def raw(grid, args, kwargs):
+                return scoped(getitem(this(), grid), *args, **kwargs)
+        else:  # no keyword-only parameter: ``kwargs`` is always empty, and passing it costs a dict
+            def raw(grid, args, kwargs):
+                return scoped(getitem(this(), grid), *args)
     elif lock is not None:
         def raw(grid, args, kwargs):
             with lock:
