@@ -8,7 +8,6 @@ of each operation (``numerics="gpu"``, the default; measured on the H200, ``pari
   their low 13 bits (truncated, not rounded: 1024 of 1024 bits the same), the accumulator is rounded
   once per step of K (8 for TF32, 16 for fp16/bf16, 32 for fp8), an fp16 accumulator in fp16;
   ``ieee`` (and fp64) is a chain of fmas over K, in order;
-
 - **fp32 transcendentals** as the GPU's approximate instructions: ``tl.exp`` is ``ex2.approx`` of
   ``x * log2(e)`` (the product rounded to fp32: 205 of 256 bits the same, the rest within 1 ulp of
   the hardware's approximation); ``exp2``, ``sqrt``, ``sin`` and ``cos`` flush subnormal inputs (and
@@ -20,7 +19,8 @@ Sums and prefix sums are the front end's: it promotes bf16 ``tl.cumsum`` to fp32
 order of its lanes (a butterfly or a Hillis-Steele scan over each warp's 32 elements, then the
 warps: the table's fp16 rows, the same in that order); kwshim adds in NumPy's. Not modelled.
 
-``ieee`` numerics leave all of this out (``gpu_builder`` alone).
+``ieee`` numerics leave all of this out (``gpu_builder`` alone). libdevice reads the class's
+``kwshim_gpu_arithmetic`` to read fp32 subnormal arguments as zeros, as the GPU's libdevice does.
 """
 
 import functools
