@@ -47,7 +47,7 @@ def test_every_case_of_the_h200_table_matches_bit_for_bit_but_the_known_gaps():
     allowed = {**numerics.KNOWN_GAPS, **({} if same_release else numerics.RELEASE_GAPS)}
     unexpected = {name: found[name] for name in found if name not in allowed}
     assert not unexpected, unexpected
-    assert len(recorded) - len(found) >= 320  # the table's size: most cases are compared, not excused
+    assert len(recorded) - len(found) >= 380  # the table's size: most cases are compared, not excused
 
 
 @kwsafe
