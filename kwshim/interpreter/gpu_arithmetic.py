@@ -31,7 +31,7 @@ import numpy as np
 
 from .fma import fma
 
-__all__ = ["arithmetic_class", "requested_fusion", "fusion_enabled"]
+__all__ = ["arithmetic_class", "requested_fusion", "fusion_enabled", "flushed"]
 
 _INTERPRETER = "triton.runtime.interpreter"
 
@@ -78,10 +78,13 @@ _LOG2_E = np.float32(1.4426950408889634)  #: log2(e) as compiled Triton's ``tl.e
 _SMALLEST_NORMAL = np.float32(2.0 ** -126)
 
 
-def _flushed(data):
-    """fp32 ``data`` with subnormals made zero of the same sign, as the ``.ftz`` instructions read
-    and write them."""
-    return np.where(np.abs(data) < _SMALLEST_NORMAL, np.copysign(np.float32(0), data), data).astype(np.float32)
+def flushed(data, positive=False):
+    """fp32 ``data`` with subnormals made zeros of their sign (``positive``: +0), as the ``.ftz``
+    instructions and the GPU's libdevice read and write them; data of another type as it is."""
+    if data.dtype != np.float32:
+        return data
+    zero = np.float32(0) if positive else np.copysign(np.float32(0), data)
+    return np.where((np.abs(data) < _SMALLEST_NORMAL) & (data != 0), zero, data).astype(np.float32)
 
 
 def _chunked_dot(a, b, d, step, accumulator):
@@ -167,31 +170,31 @@ def arithmetic_class(base):
             if arg.data.dtype != np.float32:
                 return base.create_exp2(self, arg)
             with np.errstate(over="ignore"):
-                exact = np.exp2(_flushed(arg.data).astype(np.float64)).astype(np.float32)
-            return TensorHandle(_flushed(exact), arg.dtype.scalar)
+                exact = np.exp2(flushed(arg.data).astype(np.float64)).astype(np.float32)
+            return TensorHandle(flushed(exact), arg.dtype.scalar)
 
         def create_sqrt(self, arg):  # sqrt.approx.ftz (tl.sqrt_rn is the exact one)
             if arg.data.dtype != np.float32:
                 return base.create_sqrt(self, arg)
             with np.errstate(invalid="ignore"):
-                return TensorHandle(_flushed(np.sqrt(_flushed(arg.data))), arg.dtype.scalar)
+                return TensorHandle(flushed(np.sqrt(flushed(arg.data))), arg.dtype.scalar)
 
         def create_sin(self, arg):  # sin.approx.ftz: a subnormal input is zero
             if arg.data.dtype != np.float32:
                 return base.create_sin(self, arg)
             with np.errstate(invalid="ignore"):
-                return TensorHandle(np.sin(_flushed(arg.data).astype(np.float64)).astype(np.float32), arg.dtype.scalar)
+                return TensorHandle(np.sin(flushed(arg.data).astype(np.float64)).astype(np.float32), arg.dtype.scalar)
 
         def create_cos(self, arg):  # cos.approx.ftz
             if arg.data.dtype != np.float32:
                 return base.create_cos(self, arg)
             with np.errstate(invalid="ignore"):
-                return TensorHandle(np.cos(_flushed(arg.data).astype(np.float64)).astype(np.float32), arg.dtype.scalar)
+                return TensorHandle(np.cos(flushed(arg.data).astype(np.float64)).astype(np.float32), arg.dtype.scalar)
 
         def create_erf(self, arg):  # the GPU's erf flushes subnormal results to zero
             result = base.create_erf(self, arg)
             if arg.data.dtype == np.float32:
-                result = TensorHandle(_flushed(result.data), arg.dtype.scalar)
+                result = TensorHandle(flushed(result.data), arg.dtype.scalar)
             return result
 
     GPUArithmetic.__name__ = GPUArithmetic.__qualname__ = base.__name__

@@ -62,7 +62,9 @@ def _element_wise(name, numpy_fn, result_dtype, accepted=None):
                           else np.asarray(value, like.handle.data.dtype))
         flushing = _flushing()
         if flushing:  # libdevice linked with FTZ (measured on the H200)
-            given, arrays = arrays, [_flushed(array, positive=name in _POSITIVE_FLUSH) for array in arrays]
+            from .gpu_arithmetic import flushed
+
+            given, arrays = arrays, [flushed(array, positive=name in _POSITIVE_FLUSH) for array in arrays]
         with np.errstate(all="ignore"):
             result = np.asarray(numpy_fn(*np.broadcast_arrays(*arrays)))
         if flushing and name in _SUBNORMAL_RESULTS and given[0].dtype == np.float32:
@@ -86,14 +88,6 @@ def _flushing() -> bool:
     ``gpu_arithmetic``'s), which reads libdevice's fp32 subnormal arguments as zeros."""
     interpreter = sys.modules.get("triton.runtime.interpreter")
     return getattr(type(getattr(interpreter, "interpreter_builder", None)), "kwshim_gpu_arithmetic", False)
-
-
-def _flushed(array, positive=False):
-    """fp32 subnormals as zeros of their sign (``positive``: +0, as the H200's ``sinpif`` reads them)."""
-    if array.dtype != np.float32:
-        return array
-    zero = np.float32(0) if positive else np.copysign(np.float32(0), array)
-    return np.where((np.abs(array) < np.float32(2.0 ** -126)) & (array != 0), zero, array)
 
 
 #: What the H200's libdevice gives for an fp32 subnormal argument where that is not the function
