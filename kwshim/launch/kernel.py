@@ -82,26 +82,17 @@ class LaunchPaths:
                     kwargs[key] = value
             return kwargs
 
-        def bind_checked(args, kwargs):
-            try:
-                bound = bind(*args, **kwargs)
-            except TypeError:
-                bound = None
-            if bound is None:
-                fail(args, kwargs, check)
-            if not checked.isdisjoint(kwargs):
-                check_options(name, kwargs)
-            return bound
-
-        def launch(grid, args, kwargs):
+        def launch(grid, args, kwargs, warmup=False):
+            """A launch the fast path does not take; ``warmup``: compiled Triton compiles without
+            launching, so bind and check only (no hooks)."""
             kernel = this()
-            hooks = kernel.pre_run_hooks if has_hooks else None
+            hooks = kernel.pre_run_hooks if has_hooks and not warmup else None
             if declares_injected or hooks or not injected_names.isdisjoint(kwargs):
                 kwargs = with_injected(kwargs)
             if hooks:  # compiled Triton calls them with the caller's values, before binding
                 for hook in list(hooks):
                     hook(*args, **kwargs)
-            try:  # bind_checked, written out: every launch with keywords pays for this frame
+            try:  # bound here, not in a helper: every launch with keywords would pay for its frame
                 bound = bind(*args, **kwargs)
             except TypeError:
                 bound = None
@@ -109,6 +100,8 @@ class LaunchPaths:
                 fail(args, kwargs, check)
             if not checked.isdisjoint(kwargs):
                 check_options(name, kwargs)
+            if warmup:
+                return None
             if keyword_only:
                 positional, keywords = bound
             else:
@@ -161,11 +154,8 @@ class LaunchPaths:
                 grid = tuple(grid)
             elif callable(grid):
                 grid = _tuple_grid(grid)
-            if warmup:  # compiled Triton compiles without launching: bind and check only
-                if declares_injected or not injected_names.isdisjoint(kwargs):
-                    kwargs = with_injected(kwargs)
-                bind_checked(args, kwargs)
-                return None
+            if warmup:
+                return launch(grid, args, kwargs, warmup=True)
             if not kwargs and len(args) == arity and not (has_hooks and this().pre_run_hooks):
                 return raw(grid, args if convert is None else convert(args), empty)
             return launch(grid, args, kwargs)
