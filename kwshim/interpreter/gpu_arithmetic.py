@@ -106,6 +106,27 @@ def _fma_chain_dot(a, b, d, accumulator):
     return result
 
 
+#: builder method: (the exact function, whether subnormal results are zero too): the ``.ftz``
+#: approximations (``ex2``, ``sqrt``, ``sin``, ``cos``) read subnormal inputs as zeros; ``tl.sqrt_rn``
+#: is the exact square root.
+_FLUSHING_APPROXIMATIONS = {"create_exp2": (np.exp2, True), "create_sqrt": (np.sqrt, True),
+                            "create_sin": (np.sin, False), "create_cos": (np.cos, False)}
+
+
+def _flushing_approximation(original, function, flush_result, TensorHandle):
+    """A builder method computing fp32 ``function`` as its ``.ftz`` approximation (rounded exactly
+    from fp64), and other types as ``original`` does."""
+    def method(self, arg):
+        if arg.data.dtype != np.float32:
+            return original(self, arg)
+        with np.errstate(over="ignore", invalid="ignore"):
+            result = function(flushed(arg.data).astype(np.float64)).astype(np.float32)
+        return TensorHandle(flushed(result) if flush_result else result, arg.dtype.scalar)
+
+    method.__name__ = original.__name__
+    return method
+
+
 @functools.lru_cache(maxsize=None)
 def arithmetic_class(base):
     """A subclass of ``base`` (``gpu_builder``'s builder class) computing as the GPU does here."""
@@ -166,37 +187,14 @@ def arithmetic_class(base):
                 power = (arg.data * _LOG2_E).astype(np.float32)
                 return TensorHandle(np.exp2(power.astype(np.float64)).astype(np.float32), arg.dtype.scalar)
 
-        def create_exp2(self, arg):  # ex2.approx.ftz: subnormal inputs and results are zero
-            if arg.data.dtype != np.float32:
-                return base.create_exp2(self, arg)
-            with np.errstate(over="ignore"):
-                exact = np.exp2(flushed(arg.data).astype(np.float64)).astype(np.float32)
-            return TensorHandle(flushed(exact), arg.dtype.scalar)
-
-        def create_sqrt(self, arg):  # sqrt.approx.ftz (tl.sqrt_rn is the exact one)
-            if arg.data.dtype != np.float32:
-                return base.create_sqrt(self, arg)
-            with np.errstate(invalid="ignore"):
-                return TensorHandle(flushed(np.sqrt(flushed(arg.data))), arg.dtype.scalar)
-
-        def create_sin(self, arg):  # sin.approx.ftz: a subnormal input is zero
-            if arg.data.dtype != np.float32:
-                return base.create_sin(self, arg)
-            with np.errstate(invalid="ignore"):
-                return TensorHandle(np.sin(flushed(arg.data).astype(np.float64)).astype(np.float32), arg.dtype.scalar)
-
-        def create_cos(self, arg):  # cos.approx.ftz
-            if arg.data.dtype != np.float32:
-                return base.create_cos(self, arg)
-            with np.errstate(invalid="ignore"):
-                return TensorHandle(np.cos(flushed(arg.data).astype(np.float64)).astype(np.float32), arg.dtype.scalar)
-
         def create_erf(self, arg):  # the GPU's erf flushes subnormal results to zero
             result = base.create_erf(self, arg)
             if arg.data.dtype == np.float32:
                 result = TensorHandle(flushed(result.data), arg.dtype.scalar)
             return result
 
+    for name, (function, flush_result) in _FLUSHING_APPROXIMATIONS.items():
+        setattr(GPUArithmetic, name, _flushing_approximation(getattr(base, name), function, flush_result, TensorHandle))
     GPUArithmetic.__name__ = GPUArithmetic.__qualname__ = base.__name__
     GPUArithmetic.__module__ = __name__
     return GPUArithmetic
