@@ -74,6 +74,10 @@ def gpu_builder_class(base):
         loaded = interpreter._interpreter.load(ptrs.data, mask.data, np.ascontiguousarray(fill), bits)
         return TensorHandle(loaded.view(numpy_type), element)
 
+    def as_bits(data):
+        """bf16/fp8 data as the unsigned integers of its bits: what the native store takes."""
+        return np.ascontiguousarray(data).view(bits_type(data.dtype))
+
     def convert(self, src, dst_type, toward_zero=False):
         source, target = src.dtype.scalar, dst_type.scalar
         if source.is_floating() and target.is_floating() and not (source.is_fp8e4b15() or target.is_fp8e4b15()):
@@ -121,7 +125,7 @@ def gpu_builder_class(base):
 
         def create_masked_store(self, ptrs, value, mask, *args, **kwargs):
             if value.dtype.name in ML_DTYPES:
-                value = TensorHandle(np.ascontiguousarray(value.data).view(bits_type(value.data.dtype)), value.dtype)
+                value = TensorHandle(as_bits(value.data), value.dtype)
             return base.create_masked_store(self, ptrs, value, mask, *args, **kwargs)
 
         def create_fma(self, x, y, z):  # tl.fma rounds once (the interpreter's rounds twice on 3.0-3.8)
@@ -176,7 +180,7 @@ def gpu_builder_class(base):
         def direct_store(self, ptrs, value, mask, *args, **kwargs):
             data = value.data
             if value.dtype.name in ML_DTYPES:
-                data = np.ascontiguousarray(data).view(bits_type(data.dtype))
+                data = as_bits(data)
             return interpreter._interpreter.store(ptrs.data, data, mask.data)
 
         GPUBuilder.create_masked_store = direct_store
@@ -315,7 +319,7 @@ def entries(numerics: str = "gpu"):
     """``(owner, name, value)`` to set while kwshim's arithmetic is on: the builder object's class,
     the interpreter's dtype table, and its reduce and scan classes. ``numerics`` (``settings.NUMERICS``):
     ``"gpu"`` adds ``gpu_arithmetic``'s fused multiply-adds and tensor-core dots."""
-    builder, builder_type, np_dtype, operations = _originals()
+    builder, builder_type, _, _ = _originals()
     if builder is None:
         return ()
     from . import gpu_arithmetic
@@ -323,8 +327,15 @@ def entries(numerics: str = "gpu"):
     builder_class = gpu_builder_class(builder_type)
     if numerics == "gpu":
         builder_class = gpu_arithmetic.arithmetic_class(builder_class)
-    namespace = vars(sys.modules[_INTERPRETER])  # module globals: set as dict entries, no class is modified
-    found = [(builder, "__class__", builder_class), (namespace, "_get_np_dtype", numpy_dtype_function(np_dtype))]
-    for name, original in operations.items():
-        found.append((namespace, name, _refusing_fp8_inputs(original)))
-    return tuple(found)
+    return ((builder, "__class__", builder_class),) + _format_entries()
+
+
+@functools.lru_cache(maxsize=None)
+def _format_entries():
+    """The entries every numerics shares: the dtype table with bf16 and fp8 as ``ml_dtypes`` types,
+    and the reduce and scan classes refusing fp8 (module globals: set as dict entries, no class is
+    modified)."""
+    _, _, np_dtype, operations = _originals()
+    namespace = vars(sys.modules[_INTERPRETER])
+    return ((namespace, "_get_np_dtype", numpy_dtype_function(np_dtype)),
+            *((namespace, name, _refusing_fp8_inputs(original)) for name, original in operations.items()))
