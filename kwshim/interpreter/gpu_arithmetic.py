@@ -31,7 +31,7 @@ import numpy as np
 
 from .fma import fma
 
-__all__ = ["arithmetic_class", "requested_fusion", "fusion_enabled", "flushed"]
+__all__ = ["arithmetic_class", "requested_fusion", "fusion_enabled", "flushed", "subnormal"]
 
 _INTERPRETER = "triton.runtime.interpreter"
 
@@ -78,13 +78,18 @@ _LOG2_E = np.float32(1.4426950408889634)  #: log2(e) as compiled Triton's ``tl.e
 _SMALLEST_NORMAL = np.float32(2.0 ** -126)
 
 
+def subnormal(data):
+    """Where fp32 ``data`` is subnormal (nonzero, below the smallest normal magnitude)."""
+    return (np.abs(data) < _SMALLEST_NORMAL) & (data != 0)
+
+
 def flushed(data, positive=False):
     """fp32 ``data`` with subnormals made zeros of their sign (``positive``: +0), as the ``.ftz``
     instructions and the GPU's libdevice read and write them; data of another type as it is."""
     if data.dtype != np.float32:
         return data
     zero = np.float32(0) if positive else np.copysign(np.float32(0), data)
-    return np.where((np.abs(data) < _SMALLEST_NORMAL) & (data != 0), zero, data).astype(np.float32)
+    return np.where(subnormal(data), zero, data).astype(np.float32)
 
 
 def _chunked_dot(a, b, d, step, accumulator):

@@ -62,14 +62,13 @@ def _element_wise(name, numpy_fn, result_dtype, accepted=None):
                           else np.asarray(value, like.handle.data.dtype))
         flushing = _flushing()
         if flushing:  # libdevice linked with FTZ (measured on the H200)
-            from .gpu_arithmetic import flushed
+            from .gpu_arithmetic import flushed, subnormal
 
             given, arrays = arrays, [flushed(array, positive=name in _POSITIVE_FLUSH) for array in arrays]
         with np.errstate(all="ignore"):
             result = np.asarray(numpy_fn(*np.broadcast_arrays(*arrays)))
         if flushing and name in _SUBNORMAL_RESULTS and given[0].dtype == np.float32:
-            subnormal = (np.abs(given[0]) < np.float32(2.0 ** -126)) & (given[0] != 0)
-            result = np.where(subnormal, _SUBNORMAL_RESULTS[name], result)
+            result = np.where(subnormal(given[0]), _SUBNORMAL_RESULTS[name], result)
         if result_dtype is SAME:
             result = result.astype(like.handle.data.dtype, copy=False)
         elif result_dtype != "natural":
