@@ -101,6 +101,7 @@ def _pi_times(x, cosine):
         quarter = np.mod(np.rint(twice), 4)  # which multiple of pi / 2
         if cosine:
             value = np.cos(np.pi * reduced)
+            # % 4 again: a NaN or infinite x gives a NaN quarter, cast to an integer out of range
             exact = np.choose(quarter.astype(np.int64) % 4, [1.0, 0.0, -1.0, 0.0])
         else:
             value = np.sin(np.pi * reduced)
@@ -195,6 +196,15 @@ def _mul24(x, y):
         return low
 
     return (low24(x) * low24(y)).astype(x.dtype)
+
+
+def _norm(*values):
+    """The Euclidean norm in fp64, as ``hypot`` of pairs (no square overflows: ``norm3d(1e20, 0, 0)``
+    was inf, ``rhypot(FLT_MAX, FLT_MAX)`` 0)."""
+    wide = [np.asarray(v, np.float64) for v in values]
+    while len(wide) > 1:
+        wide = [np.hypot(*wide[i:i + 2]) if i + 1 < len(wide) else wide[i] for i in range(0, len(wide), 2)]
+    return wide[0]
 
 
 _ROUNDED: Dict[str, Callable[[Any], Any]] = {"rn": np.rint, "rz": np.trunc, "rd": np.floor, "ru": np.ceil}
@@ -371,11 +381,8 @@ _add("remainder", _remainder)
 _add("fmin min", np.fmin)
 _add("fmax max", np.fmax)
 _add("hypot", np.hypot)
-_add("rhypot", lambda x, y: 1 / np.hypot(x.astype(np.float64), y.astype(np.float64)))
-_add("norm3d", lambda x, y, z: np.hypot(np.hypot(x.astype(np.float64), y), z))
-_add("norm4d", lambda x, y, z, t: np.hypot(np.hypot(x.astype(np.float64), y), np.hypot(z.astype(np.float64), t)))
-_add("rnorm3d", lambda x, y, z: 1 / np.hypot(np.hypot(x.astype(np.float64), y), z))
-_add("rnorm4d", lambda x, y, z, t: 1 / np.hypot(np.hypot(x.astype(np.float64), y), np.hypot(z.astype(np.float64), t)))
+_add("norm3d norm4d", _norm)
+_add("rhypot rnorm3d rnorm4d", lambda *values: 1 / _norm(*values))
 _add("copysign", np.copysign)
 _add("fdim", lambda x, y: np.where(np.isnan(x) | np.isnan(y), np.nan, np.where(x > y, x - y, 0.0)))
 _add("nextafter", np.nextafter)
