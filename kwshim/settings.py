@@ -23,7 +23,7 @@ POLICIES: Dict[str, str] = {
 
 #: The arithmetic of interpreted kernels, each with what it does.
 NUMERICS: Dict[str, str] = {
-    "gpu": "as an NVIDIA GPU computes: TF32 dots, fp32 accumulation of half-width sums, fused multiply-adds, "
+    "gpu": "as an NVIDIA GPU computes: TF32 and tensor-core dots, fused multiply-adds, "
            "the approximate transcendentals",
     "ieee": "each operation rounded exactly, as NumPy computes (bf16 and fp8 stored and converted as on a GPU)",
 }

@@ -82,9 +82,10 @@ def activate(autotune: str = DEFAULT.autotune, *, rtol: float = DEFAULT.rtol, at
     for floating point: NaN in the same place agrees unless ``equal_nan=False``).
 
     ``numerics`` is the arithmetic of interpreted kernels: ``"gpu"`` (as compiled Triton computes on
-    an NVIDIA GPU: TF32 dots, fp32 accumulation of fp16/bf16 sums, fused multiply-adds, the
-    approximate transcendentals) or ``"ieee"`` (each operation exactly rounded; running both tells
-    a precision problem from a logic bug). bf16 and fp8 are held and converted as on a GPU in both.
+    an NVIDIA GPU: TF32 and tensor-core dots, fused multiply-adds, the approximate
+    transcendentals, libdevice reading fp32 subnormals as zeros) or ``"ieee"`` (each operation
+    exactly rounded; running both tells a precision problem from a logic bug). bf16 and fp8 are
+    held and converted as on a GPU in both.
     """
     return activate_with(Settings(autotune, rtol, atol, equal_nan, numerics))
 
