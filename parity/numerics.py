@@ -79,6 +79,9 @@ RELEASE_GAPS = {
        for t in ("bf16", "fp16", "fp8e4nv", "fp8e5")},
     "atomic_add bf16": "3.0-3.3's front end refuses bf16 atomic_add",
     "cumsum bf16 (random)": "3.9's front end scans bf16 in bf16 (3.0-3.8 promote it to fp32)",
+    **{row: "3.0-3.4's front end promotes a libdevice type tuple its table lacks ((fp16, fp32) to fp32's, "
+       "(fp32, fp64) to fp64's); 3.5 and later refuse it, as the H200's 3.6 did"
+       for row in ("libdevice.pow_mixed fp16", "libdevice.pow_mixed bf16", "libdevice.pow_tiny fp32")},
 }
 
 ELEMENTWISE_UNARY = ["neg", "abs", "add_one", "mul_point_one", "sub_from_zero"]

@@ -122,6 +122,15 @@ def test_an_fp32_dot_is_tf32_by_default_and_fp32_fmas_for_ieee():
         assert _dot(a, b) == 16 + 2.0 ** -16
 
 
+def test_the_default_precision_follows_triton_f32_default(monkeypatch):
+    """``TRITON_F32_DEFAULT`` (read by each release's own ``tl.dot``, 3.0 on) sets the default."""
+    a, b = [1 + 2.0 ** -20] * 16, [1.0] * 16
+    monkeypatch.setenv("TRITON_F32_DEFAULT", "ieee")
+    assert _dot(a, b) == 16 + 2.0 ** -16
+    monkeypatch.setenv("TRITON_F32_DEFAULT", "tf32")
+    assert _dot(a, b) == 16.0
+
+
 def test_an_ieee_dot_is_a_chain_of_fmas_in_order():
     """-1, then 1 + 2**-12 squared: 2**-24 is lost when the product is rounded first, kept by the fma."""
     a = [-1.0, X] + [0.0] * 14

@@ -16,6 +16,9 @@ from kwshim.interpreter.math_table import IMPLEMENTATIONS
 from .kernels import kwsafe, needs_block_loads
 
 
+RELEASE = tuple(int(part) for part in triton.__version__.split(".")[:2])  #: 3.5 stopped promoting libdevice's types
+
+
 def libdevice():
     try:
         return importlib.import_module("triton.language.extra.libdevice")
@@ -224,13 +227,13 @@ def power_of_int(x_ptr, out_ptr):
 
 @needs_block_loads
 def test_the_types_taken_are_compiled_triton_s_own_table():
-    from kwshim.interpreter.libdevice import _accepted_types
+    from kwshim.interpreter.libdevice import accepted_types
 
     global MODULE
     MODULE = libdevice()
     cuda = importlib.import_module("triton.language.extra.cuda.libdevice")
-    assert _accepted_types(cuda.exp) == {("fp32",), ("fp64",)}
-    assert ("fp32", "int32") in _accepted_types(cuda.pow) and ("fp32", "fp64") not in _accepted_types(cuda.pow)
+    assert accepted_types(cuda.exp) == {("fp32",), ("fp64",)}
+    assert ("fp32", "int32") in accepted_types(cuda.pow) and ("fp32", "fp64") not in accepted_types(cuda.pow)
     x, out = torch.tensor([0.5, 1.0, 2.0, 3.5]), torch.zeros(4)
     with kwshim.activate():  # a Python int is an int32 to compiled Triton: pow takes (fp32, int32)
         power_of_int[(1,)](x, out)
@@ -247,13 +250,18 @@ def power_of_float(x_ptr, out_ptr, EXPONENT: tl.constexpr):
 def test_a_float_below_fp32_s_normal_range_is_an_fp64_argument():
     """Compiled ``to_tensor`` types a Python float as fp32 only where it is a normal fp32 (or 0, inf,
     NaN): ``pow(fp32, 1e-40)`` is (fp32, fp64), which pow does not take (the table's
-    ``libdevice.pow_tiny`` rows), while ``pow(fp32, 0.5)`` is (fp32, fp32)."""
+    ``libdevice.pow_tiny`` rows, on 3.6; 3.0-3.4 promote it to (fp64, fp64)), while ``pow(fp32, 0.5)``
+    is (fp32, fp32)."""
     global MODULE
     MODULE = libdevice()
     x, out = torch.tensor([0.25, 1.0, 4.0, 9.0]), torch.zeros(4)
     with kwshim.activate():
         power_of_float[(1,)](x, out, 0.5)
         assert out.tolist() == [0.5, 1.0, 2.0, 3.0]
+        if RELEASE < (3, 5):
+            power_of_float[(1,)](x, out, 1e-40)
+            assert out.tolist() == [1.0] * 4
+            return
         with pytest.raises(Exception) as caught:
             power_of_float[(1,)](x, out, 1e-40)
     assert "kwshim: compiled Triton has no libdevice.pow for arguments of type (fp32, fp64)" in str(caught.value)
@@ -302,3 +310,34 @@ def test_a_wrapped_kernel_gets_libdevice_reached_through_attributes_without_the_
     through_attributes[(1,)](x, out)
     torch.testing.assert_close(out, torch.tanh(x))
     assert vars(module)["tanh"] is original and not kwshim.doors.switch.is_active()
+
+
+@triton.jit
+def mixed_types(ints_ptr, halves_ptr, out_ptr):
+    offsets = tl.arange(0, 4)
+    remainders = MODULE.fmod(tl.load(ints_ptr + offsets), 2.5)  # (int32, fp32)
+    powers = MODULE.pow(tl.load(halves_ptr + offsets), 1.0001)  # (fp16, fp32)
+    tl.store(out_ptr + offsets, remainders.to(tl.float32) + powers.to(tl.float32) * 0)
+    tl.store(out_ptr + 4 + offsets, powers.to(tl.float32))
+
+
+@needs_block_loads
+def test_mixed_argument_types_are_promoted_where_the_release_s_front_end_promotes_them():
+    """Triton's own front end types the call: 3.0-3.4 promote a type tuple their table lacks
+    (``fmod(int32, fp32)`` is fp32's, ``pow(fp16, fp32)`` fp32's: 1000.69, not fp16's 1000.0);
+    3.5 on look the tuple up first and refuse it."""
+    global MODULE
+    MODULE = libdevice()
+    ints, halves = torch.tensor([7, -7, 5, 0], dtype=torch.int32), torch.full((4,), 1000.0, dtype=torch.float16)
+    out = torch.zeros(8)
+    with kwshim.activate():
+        if RELEASE >= (3, 5):
+            with pytest.raises(Exception) as caught:
+                mixed_types[(1,)](ints, halves, out)
+            assert "kwshim: compiled Triton has no libdevice.fmod for arguments of type (int32, fp32)" \
+                in str(caught.value)
+            return
+        mixed_types[(1,)](ints, halves, out)
+    assert out[:4].tolist() == [2.0, -2.0, 0.0, 0.0]
+    exponent = float(torch.tensor(1.0001))  # the constant is an fp32: pow's own (fp32, fp32)
+    assert out[4:].tolist() == [float(torch.tensor(1000.0 ** exponent))] * 4

@@ -95,6 +95,14 @@ def gpu_builder_class(base):
     class GPUBuilder(base):
         """The interpreter's builder, computing as compiled Triton does on an NVIDIA GPU."""
 
+        kwshim_gpu_arithmetic = False  #: ``numerics="gpu"``'s subclass says True
+
+        def create_extern_elementwise(self, lib_name, lib_path, symbol, arg_list, ret_type, is_pure):
+            """A libdevice call, after Triton's own front end has typed, promoted and broadcast it."""
+            from .libdevice import extern_elementwise
+
+            return extern_elementwise(symbol, arg_list, ret_type, self.kwshim_gpu_arithmetic)
+
         def create_int_cast(self, src, dst_type, is_signed):  # integers wrap as on the GPU: Triton's own
             return base.cast_impl(self, src, dst_type)
 

@@ -14,11 +14,12 @@ its jitted helpers that name a libdevice function or module (``global_swaps``), 
 Under ``numerics="gpu"`` fp32 subnormal arguments are zeros, as libdevice linked with FTZ reads them
 (measured on the H200: ``sqrt_rn(1e-40)`` is 0, ``ilogb(1e-40)`` INT_MIN).
 
-Each implementation takes the argument types compiled Triton takes: the keys of the table the
-stub hands to ``core.extern_elementwise`` (``_accepted_types``; for ``extra.libdevice``, whose
-stubs compile to the backend's, the CUDA module's table: the NVIDIA GPU kwshim follows). Any other
-types (bf16, fp16 and fp8 for every function on 3.0-3.9) raise ``UncompilableError``, where
-compiled Triton fails to compile the kernel.
+Each call runs the installed release's own stub (for ``extra.libdevice``, whose stubs stand for
+the backend's, the CUDA module's: the NVIDIA GPU kwshim follows) with the interpreter's front end,
+so the arguments are typed, promoted and broadcast, and the result typed, exactly as compiled
+Triton does; its ``extern_elementwise`` reaches ``gpu_builder``'s builder, which computes it here
+(``extern_elementwise``). A type tuple the table lacks (bf16, fp16 and fp8 for every function on
+3.0-3.9) raises ``UncompilableError``, where compiled Triton fails to compile the kernel.
 """
 
 import functools
@@ -30,63 +31,77 @@ from typing import Any, Dict, List, Tuple
 
 import numpy as np
 
-from .math_table import SAME, TABLE
+from .math_table import TABLE
 
 __all__ = ["install", "global_swaps"]
 
 _MODULES = ("triton.language.extra.libdevice", "triton.language.extra.cuda.libdevice",
             "triton.language.extra.hip.libdevice")
 
-_TRITON_TYPES = {np.dtype(np.bool_): "int1", np.dtype(np.int8): "int8", np.dtype(np.int16): "int16",
-                 np.dtype(np.int32): "int32", np.dtype(np.int64): "int64", np.dtype(np.uint8): "uint8",
-                 np.dtype(np.uint16): "uint16", np.dtype(np.uint32): "uint32", np.dtype(np.uint64): "uint64",
-                 np.dtype(np.float16): "float16", np.dtype(np.float32): "float32", np.dtype(np.float64): "float64"}
+_INTERPRETER = "triton.runtime.interpreter"
 
 
-def _element_wise(name, numpy_fn, result_dtype, accepted=None):
+def _through_front_end(name, stub, keyword):
+    """``name`` as compiled Triton calls it: the release's own ``stub`` run by Triton's front end,
+    which types the arguments (``to_tensor``), promotes them where the release promotes (3.0-3.4:
+    ``fmod(int32, fp32)`` is an fp32 ``fmod``; 3.5 on: only the table's type tuples), broadcasts
+    them and takes the result type from its table; the interpreter's builder computes it
+    (``gpu_builder``'s ``create_extern_elementwise``, which calls ``extern_elementwise``)."""
     def implementation(*args, **ignored):
-        import triton.language as tl
-        from triton.runtime.interpreter import TensorHandle
+        interpreter = sys.modules[_INTERPRETER]
+        front_end = interpreter.interpreter_semantic if keyword == "_semantic" else interpreter.interpreter_builder
+        try:
+            return stub(*args, **{keyword: front_end})
+        except (KeyError, ValueError) as exc:
+            refused = _refused_types(exc)
+            if refused is None:
+                raise
+        from ..errors import UncompilableError
 
-        if accepted is not None:
-            _check_types(name, args, accepted)
-        tensors = [a for a in args if isinstance(a, tl.tensor)]
-        if not tensors:  # scalars alone (libdevice.exp(2.0)): typed as compiled types them, a scalar result
-            tensors = [_scalar_tensor(a) for a in args]
-            args = tensors
-        like = tensors[0]
-        arrays = []
-        for a in args:
-            value = a.value if isinstance(a, tl.constexpr) else a
-            arrays.append(value.handle.data if isinstance(value, tl.tensor)
-                          else np.asarray(value, like.handle.data.dtype))
-        flushing = _flushing()
-        if flushing:  # libdevice linked with FTZ (measured on the H200)
-            from .gpu_arithmetic import flushed, subnormal
-
-            given, arrays = arrays, [flushed(array, positive=name in _POSITIVE_FLUSH) for array in arrays]
-        with np.errstate(all="ignore"):
-            result = np.asarray(numpy_fn(*np.broadcast_arrays(*arrays)))
-        if flushing and name in _SUBNORMAL_RESULTS and given[0].dtype == np.float32:
-            result = np.where(subnormal(given[0]), _SUBNORMAL_RESULTS[name], result)
-        if result_dtype is SAME:
-            result = result.astype(like.handle.data.dtype, copy=False)
-        elif result_dtype != "natural":
-            result = result.astype(result_dtype, copy=False)
-        out_type = getattr(tl, _TRITON_TYPES[result.dtype])
-        block = tl.block_type(out_type, list(like.type.shape)) if like.type.is_block() else out_type
-        return tl.tensor(TensorHandle(result, out_type), block)
+        given, table = refused
+        takes = ", ".join(sorted("(" + ", ".join(_name(t) for t in key) + ")" for key in table))
+        raise UncompilableError(
+            f"kwshim: compiled Triton has no libdevice.{name} for arguments of type ({', '.join(map(_name, given))}): "
+            f"it takes {takes}; convert the arguments (x.to(tl.float32)) as a compiled kernel must")
 
     implementation.__name__ = name
     implementation.__qualname__ = f"libdevice.{name}"
     return implementation
 
 
-def _flushing() -> bool:
-    """Whether the arithmetic in force is the GPU's (``numerics="gpu"``: the interpreter's builder is
-    ``gpu_arithmetic``'s), which reads libdevice's fp32 subnormal arguments as zeros."""
-    interpreter = sys.modules.get("triton.runtime.interpreter")
-    return getattr(type(getattr(interpreter, "interpreter_builder", None)), "kwshim_gpu_arithmetic", False)
+def _name(triton_type):
+    return getattr(triton_type, "name", str(triton_type))
+
+
+def _refused_types(exc):
+    """(argument types, the function's table) where ``exc`` is Triton's front end refusing types its
+    libdevice table lacks (``dispatch``'s ValueError, or from 3.5 the table's KeyError); else None."""
+    trace, frame = exc.__traceback__, None
+    while trace is not None:
+        frame, trace = trace.tb_frame, trace.tb_next
+    if frame is None or frame.f_code.co_name not in ("dispatch", "extern_elementwise"):
+        return None
+    table, given = frame.f_locals.get("arg_type_symbol_dict"), frame.f_locals.get("arg_types")
+    return (tuple(given), table) if isinstance(table, dict) and given is not None else None
+
+
+def extern_elementwise(symbol, handles, ret_type, flushing):
+    """The TensorHandle of libdevice's ``symbol`` (``__nv_powf``) on the front end's ``handles``
+    (promoted and broadcast), of type ``ret_type``; ``flushing`` (``numerics="gpu"``) reads fp32
+    subnormal arguments as zeros, as libdevice linked with FTZ does (measured on the H200)."""
+    interpreter = sys.modules[_INTERPRETER]
+    name = _replacements()[2][symbol]
+    arrays = [handle.data for handle in handles]
+    if flushing:
+        from .gpu_arithmetic import flushed, subnormal
+
+        given, arrays = arrays, [flushed(array, positive=name in _POSITIVE_FLUSH) for array in arrays]
+    with np.errstate(all="ignore"):
+        result = np.asarray(TABLE[name](*np.broadcast_arrays(*arrays)))
+    if flushing and name in _SUBNORMAL_RESULTS and given[0].dtype == np.float32:
+        result = np.where(subnormal(given[0]), _SUBNORMAL_RESULTS[name], result)
+    element = ret_type.scalar
+    return interpreter.TensorHandle(result.astype(interpreter._get_np_dtype(element), copy=False), element)
 
 
 #: What the H200's libdevice gives for an fp32 subnormal argument where that is not the function
@@ -95,57 +110,12 @@ _SUBNORMAL_RESULTS = {"logb": -150.0}
 _POSITIVE_FLUSH = frozenset({"sinpi"})
 
 
-_NUMPY_TYPES = {"int1": np.bool_, "int32": np.int32, "uint32": np.uint32, "int64": np.int64, "uint64": np.uint64,
-                "fp32": np.float32, "fp64": np.float64}
-
-
-def _scalar_tensor(value):
-    """A Python scalar as the interpreter's scalar tensor of the type compiled ``to_tensor`` gives it."""
-    import triton.language as tl
-    from triton.runtime.interpreter import TensorHandle
-
-    value = value.value if isinstance(value, tl.constexpr) else value
-    type_name = _type_name(value)
-    dtype = {"fp32": tl.float32, "fp64": tl.float64}.get(type_name) or getattr(tl, type_name)
-    return tl.tensor(TensorHandle(np.array([value], _NUMPY_TYPES[type_name]), dtype), dtype)
-
-
-def _type_name(value) -> str:
-    """The Triton type name compiled Triton's ``to_tensor`` gives an argument."""
-    import triton.language as tl
-
-    value = value.value if isinstance(value, tl.constexpr) else value
-    if isinstance(value, tl.tensor):
-        return value.dtype.name
-    if isinstance(value, bool):
-        return "int1"
-    if isinstance(value, int):
-        for type_name, low, high in (("int32", -2**31, 2**31), ("uint32", 0, 2**32), ("int64", -2**63, 2**63)):
-            if low <= value < high:
-                return type_name
-        return "uint64"
-    if isinstance(value, float):  # fp32 where it is a normal fp32 (or 0, inf, NaN), else fp64
-        magnitude = abs(value)
-        in_range = 2.0 ** -126 <= magnitude <= 3.4028234663852886e38
-        return "fp32" if in_range or magnitude in (0.0, float("inf")) or value != value else "fp64"
-    return type(value).__name__
-
-
-def _check_types(name, args, accepted):
-    types_given = tuple(_type_name(a) for a in args)
-    if types_given not in accepted:
-        from ..errors import UncompilableError
-
-        takes = ", ".join("(" + ", ".join(key) + ")" for key in sorted(accepted))
-        raise UncompilableError(
-            f"kwshim: compiled Triton has no libdevice.{name} for arguments of type ({', '.join(types_given)}): "
-            f"it takes {takes}; convert the arguments (x.to(tl.float32)) as a compiled kernel must")
-
-
-def _accepted_types(stub):
-    """The argument type tuples (names: ``("fp32",)``) that compiled Triton dispatches the libdevice
-    function ``stub`` on: the table it hands to ``core.extern_elementwise``, read from that call's
-    frame after an argument nothing can convert stops it. None where no such table is found."""
+def _front_end(stub):
+    """(keyword, table) where ``stub`` dispatches through ``core.extern_elementwise``: the keyword it
+    takes its front end by (``_semantic`` from 3.4, ``_builder`` before) and its table
+    ``{argument types: (symbol, result type)}``, read from that call's frame after an argument
+    nothing can convert stops it. None where it does not (``extra.libdevice``'s stubs on 3.0-3.9
+    stand for the backend's)."""
     try:
         parameters = inspect.signature(stub).parameters
     except (TypeError, ValueError):
@@ -161,9 +131,15 @@ def _accepted_types(stub):
         while trace is not None:
             table = trace.tb_frame.f_locals.get("arg_type_symbol_dict")
             if isinstance(table, dict) and table:
-                return frozenset(tuple(getattr(t, "name", str(t)) for t in key) for key in table)
+                return keyword, table
             trace = trace.tb_next
     return None
+
+
+def accepted_types(stub):
+    """The argument type tuples (names: ``("fp32",)``) the libdevice function ``stub`` takes compiled."""
+    found = _front_end(stub)
+    return None if found is None else frozenset(tuple(map(_name, key)) for key in found[1])
 
 
 class _Unconvertible:
@@ -186,17 +162,22 @@ _KEPT: List[Any] = []
 
 @functools.lru_cache(maxsize=None)
 def _replacements():
-    """({id(original function): CPU implementation}, {id(libdevice module): namespace of them}) for
-    every public function of the installed libdevice modules, built once."""
+    """({id(original function): CPU implementation}, {id(libdevice module): namespace of them},
+    {symbol: function name}) for every public function of the installed libdevice modules, built
+    once. A stub that stands for the backend's (``extra.libdevice``) is run as the NVIDIA target's
+    (the CUDA module's), the GPU kwshim follows."""
     import triton
 
     functions: Dict[int, Any] = {}
     modules: Dict[int, Any] = {}
+    symbols: Dict[str, str] = {}
     keep = _KEPT  # the originals, so that their ids stay theirs
-    try:  # the NVIDIA target's types: extra.libdevice's stubs (3.x) are resolved to it when compiled
-        cuda = vars(importlib.import_module(_MODULES[1]))
-    except ImportError:
-        cuda = {}
+    backends = []
+    for module_name in _MODULES[1:]:
+        try:
+            backends.append(vars(importlib.import_module(module_name)))
+        except ImportError:
+            pass
     for module_name in _MODULES:
         try:
             module = importlib.import_module(module_name)
@@ -206,11 +187,17 @@ def _replacements():
         for name, value in list(vars(module).items()):
             if name.startswith("_") or not callable(value) or isinstance(value, (type, types.ModuleType)):
                 continue
-            if name in TABLE:
-                accepted = _accepted_types(value)
-                if accepted is None and callable(cuda.get(name)):
-                    accepted = _accepted_types(cuda[name])
-                replacement = _element_wise(name, *TABLE[name], accepted)
+            stub, found = value, _front_end(value)
+            for backend in backends if found is None else ():
+                stub = backend.get(name)
+                found = _front_end(stub) if callable(stub) else None
+                if found is not None:
+                    break
+            if name in TABLE and found is not None:
+                keyword, table = found
+                replacement = _through_front_end(name, stub, keyword)
+                for symbol, _ in table.values():
+                    symbols.setdefault(symbol, name)
             else:
                 replacement = _missing(name, triton.__version__)
             functions.setdefault(id(value), replacement)
@@ -218,13 +205,13 @@ def _replacements():
             setattr(namespace, name, replacement)
         modules[id(module)] = namespace
         keep.append(module)
-    return functions, modules
+    return functions, modules, symbols
 
 
 def install(patch):
     """Put the CPU implementations in place of every public function of the loaded libdevice
     modules, through ``patch``."""
-    functions, _ = _replacements()
+    functions, _, _ = _replacements()
     for module_name in _MODULES:
         module = sys.modules.get(module_name)
         if module is None:
@@ -241,7 +228,7 @@ def global_swaps(fn) -> List[Tuple[Any, str, Any]]:
     at import, which patching the module does not reach); and (module, name, CPU implementation)
     for every function such code reaches through a chain of attributes
     (``tl.extra.cuda.libdevice.exp``): the names it uses, of the loaded libdevice modules."""
-    functions, modules = _replacements()
+    functions, modules, _ = _replacements()
     swaps: List[Tuple[Any, str, Any]] = []
     seen = set()
     pending = [fn]

@@ -1,18 +1,19 @@
 """libdevice's functions computed with NumPy, as the GPU computes them: the table that
-``interpreter.libdevice`` puts in place of the stubs. Each entry is a function of NumPy arrays and
-its result's dtype; a directed rounding (``_rz``, ``_rd``, ``_ru``) rounds the exact rational
-result as the GPU's instruction does.
+``interpreter.libdevice`` puts in place of the stubs. Each entry is a function of NumPy arrays
+(the arguments as Triton's front end typed and promoted them; the result is cast to the type its
+table gives); a directed rounding (``_rz``, ``_rd``, ``_ru``) rounds the exact rational result as
+the GPU's instruction does.
 
 A new libdevice function is one ``_add`` line here (and a parity row measured on the GPU).
 """
 
 import math
 from fractions import Fraction
-from typing import Any, Callable, Dict, Tuple
+from typing import Any, Callable, Dict
 
 import numpy as np
 
-__all__ = ["TABLE", "IMPLEMENTATIONS", "SAME"]
+__all__ = ["TABLE", "IMPLEMENTATIONS"]
 
 
 def _vectorized(function):
@@ -306,15 +307,14 @@ def _opposite_signs(x, y):
     return bool(np.signbit(x)) != bool(np.signbit(y))
 
 
-SAME = None  #: the result has the first tensor argument's dtype
+#: name: function of NumPy arrays (the arguments as Triton's front end typed and promoted them);
+#: its result is cast to the result type of Triton's own table
+_TABLE: Dict[str, Callable[..., Any]] = {}
 
-#: name: (function of NumPy arrays, result dtype: SAME, or a NumPy dtype, or "natural")
-_TABLE: Dict[str, Tuple[Callable[..., Any], Any]] = {}
 
-
-def _add(names, function, result=SAME):
+def _add(names, function):
     for name in names.split():
-        _TABLE[name] = (function, result)
+        _TABLE[name] = function
 
 
 _add("exp fast_expf", np.exp)
@@ -367,13 +367,13 @@ _add("rint nearbyint", np.rint)
 _add("abs fabs", np.abs)
 _add("saturatef", lambda x: np.where(np.isnan(x), 0, np.clip(x, 0, 1)) + 0.0)  # +0 for -0 and NaN
 _add("logb", _logb)
-_add("isnan", lambda x: np.isnan(x).astype(np.int32), "natural")
-_add("isinf", lambda x: np.isinf(x).astype(np.int32), "natural")
-_add("isfinited finitef", lambda x: np.isfinite(x).astype(np.int32), "natural")
-_add("signbit", lambda x: np.signbit(x).astype(np.int32), "natural")
-_add("ilogb", _ilogb, "natural")
-_add("llrint", _cvt(np.rint, np.int64), "natural")
-_add("llround", _cvt(_round_half_away, np.int64), "natural")
+_add("isnan", lambda x: np.isnan(x).astype(np.int32))
+_add("isinf", lambda x: np.isinf(x).astype(np.int32))
+_add("isfinited finitef", lambda x: np.isfinite(x).astype(np.int32))
+_add("signbit", lambda x: np.signbit(x).astype(np.int32))
+_add("ilogb", _ilogb)
+_add("llrint", _cvt(np.rint, np.int64))
+_add("llround", _cvt(_round_half_away, np.int64))
 _add("pow powf fast_powf", np.power)
 _add("atan2", np.arctan2)
 _add("fmod", np.fmod)
@@ -416,9 +416,9 @@ _add("rhadd", lambda x, y: ((x.astype(np.int64) + y.astype(np.int64) + 1) >> 1).
 _add("mul24", _mul24)
 _add("sad", lambda x, y, z: (np.abs(x.astype(np.int64) - y.astype(np.int64)) + z).astype(z.dtype))
 _add("mulhi", _mulhi)
-_add("clz", _clz, "natural")
-_add("popc", _popc, "natural")
-_add("ffs", _ffs, "natural")
+_add("clz", _clz)
+_add("popc", _popc)
+_add("ffs", _ffs)
 _add("brev", _brev)
 _add("byte_perm", _byte_perm)
 
@@ -432,15 +432,14 @@ def _add_conversions():
                                         ("double", "ll", np.int64), ("double", "ull", np.uint64)):
             # the result type is Triton's table's, signed (float2uint_rn returns an int32 there)
             signed = {np.uint32: np.int32, np.uint64: np.int64}.get(integer, integer)
-            _add(f"{source}2{target}_{mode}", _signed(_cvt(round_to_integer, integer), signed), signed)
+            _add(f"{source}2{target}_{mode}", _signed(_cvt(round_to_integer, integer), signed))
         for source, target, floating in (("double", "float", np.float32), ("int", "float", np.float32),
                                          ("uint", "float", np.float32), ("ll", "float", np.float32),
                                          ("ull", "float", np.float32), ("int", "double", np.float64),
                                          ("uint", "double", np.float64), ("ll", "double", np.float64),
                                          ("ull", "double", np.float64)):
             convert = _then_as(None, floating)
-            _add(f"{source}2{target}_{mode}", convert if mode == "rn" else _rounded(mode, lambda x: x, convert),
-                 floating)
+            _add(f"{source}2{target}_{mode}", convert if mode == "rn" else _rounded(mode, lambda x: x, convert))
 
 
 def _signed(function, dtype):
@@ -456,16 +455,15 @@ def _then_as(function, dtype):
 
 
 _add_conversions()
-_add("float_as_int", lambda x: x.astype(np.float32).view(np.int32), np.int32)
-_add("float_as_uint", lambda x: x.astype(np.float32).view(np.int32), np.int32)  # signed in Triton's table
-_add("int_as_float uint_as_float", lambda x: x.astype(np.int32).view(np.float32), np.float32)
-_add("double_as_longlong", lambda x: x.astype(np.float64).view(np.int64), np.int64)
-_add("longlong_as_double", lambda x: x.astype(np.int64).view(np.float64), np.float64)
-_add("double2hiint", lambda x: (x.astype(np.float64).view(np.int64) >> 32).astype(np.int32), np.int32)
-_add("double2loint", lambda x: (x.astype(np.float64).view(np.int64) & 0xFFFFFFFF).astype(np.uint32).view(np.int32),
-     np.int32)
+_add("float_as_int", lambda x: x.astype(np.float32).view(np.int32))
+_add("float_as_uint", lambda x: x.astype(np.float32).view(np.int32))  # signed in Triton's table
+_add("int_as_float uint_as_float", lambda x: x.astype(np.int32).view(np.float32))
+_add("double_as_longlong", lambda x: x.astype(np.float64).view(np.int64))
+_add("longlong_as_double", lambda x: x.astype(np.int64).view(np.float64))
+_add("double2hiint", lambda x: (x.astype(np.float64).view(np.int64) >> 32).astype(np.int32))
+_add("double2loint", lambda x: (x.astype(np.float64).view(np.int64) & 0xFFFFFFFF).astype(np.uint32).view(np.int32))
 _add("hiloint2double", lambda hi, lo: ((hi.astype(np.int64) << 32) | (lo.astype(np.int64) & 0xFFFFFFFF)).view(
-    np.float64), np.float64)
+    np.float64))
 
 TABLE = _TABLE
 IMPLEMENTATIONS = sorted(_TABLE)
