@@ -8,8 +8,8 @@ on first use, and NumPy and torch only where the interpreter runs. The house is 
 from .doors.decorator import kwsafe
 from .doors.retrofit import kwsafe_module
 from .doors.switch import activate
-from .errors import (AutotuneSideEffectError, ConfigDivergenceError, LaunchArgumentError, LaunchOptionError,
-                     MissingNumericsDependencyError, PlacementError, TritonNotFoundError, UncompilableError,
+from .errors import (AutotuneSideEffectError, ConfigDivergenceError, GridDivergenceError, LaunchArgumentError,
+                     LaunchOptionError, MissingNumericsDependencyError, PlacementError, TritonNotFoundError, UncompilableError,
                      UnknownLaunchKeywordError, UnsupportedSignatureError, UnsupportedTritonError)
 from .launch.kernel import KwsafeKernel
 from .launch.options import get_target, set_target
@@ -36,5 +36,6 @@ __all__ = [
     "UnsupportedTritonError",
     "UncompilableError",
     "MissingNumericsDependencyError",
+    "GridDivergenceError",
     "__version__",
 ]

@@ -16,6 +16,7 @@ __all__ = [
     "AutotuneSideEffectError",
     "UncompilableError",
     "MissingNumericsDependencyError",
+    "GridDivergenceError",
 ]
 
 
@@ -122,6 +123,15 @@ class UncompilableError(TypeError):
 class MissingNumericsDependencyError(ImportError):
     """A kernel computes on bf16 or fp8 values and ``ml_dtypes``, which holds them as real NumPy
     floats, is not installed (without it the interpreter computes on their raw bits).
+
+    .. versionadded:: 0.2.0
+    """
+
+
+class GridDivergenceError(AssertionError):
+    """Under ``grid="check"``, the batched run of a launch's programs left a tensor argument with
+    other bits than Triton's own loop, one program after another, left it. The message names the
+    kernel, the argument and the first differing index; the loop's result is what the tensors hold.
 
     .. versionadded:: 0.2.0
     """

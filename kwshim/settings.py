@@ -11,7 +11,7 @@ translate their spelling into a ``Settings`` and read nothing else; the autotune
 import dataclasses
 from typing import Any, Dict, NamedTuple, Tuple
 
-__all__ = ["Settings", "DEFAULT", "POLICIES", "NUMERICS", "FIELDS", "Field"]
+__all__ = ["Settings", "DEFAULT", "POLICIES", "NUMERICS", "GRIDS", "FIELDS", "Field"]
 
 #: The autotune policies, in the order the help lists them, each with what it does.
 POLICIES: Dict[str, str] = {
@@ -26,6 +26,14 @@ NUMERICS: Dict[str, str] = {
     "gpu": "as an NVIDIA GPU computes: TF32 and tensor-core dots, fused multiply-adds, "
            "the approximate transcendentals",
     "ieee": "each operation rounded exactly, as NumPy computes (bf16 and fp8 stored and converted as on a GPU)",
+}
+
+#: How the interpreter runs a launch's programs, each with what it does.
+GRIDS: Dict[str, str] = {
+    "sequential": "Triton's own loop, one program after another",
+    "batched": "the programs together, a program axis on every value, with the loop's bits; what cannot be "
+               "batched falls back to the loop",
+    "check": "both from one state, compared bit for bit (GridDivergenceError)",
 }
 
 
@@ -61,6 +69,8 @@ FIELDS = (
     Field("equal_nan", True, "verify: NaN in the same place agrees; off: it counts as a difference"),
     Field("numerics", "gpu", "arithmetic of interpreted kernels: gpu (as an NVIDIA GPU computes) or ieee "
           "(exactly rounded, to tell a precision problem from a logic bug) (default: gpu)", tuple(NUMERICS)),
+    Field("grid", "sequential", "how interpreted launches run their programs: sequential (Triton's loop), "
+          "batched (together, with the loop's bits) or check (both, compared) (default: sequential)", tuple(GRIDS)),
 )
 _DEFAULTS = {field.name: field.default for field in FIELDS}
 
@@ -75,6 +85,7 @@ class Settings:
     atol: float = _DEFAULTS["atol"]
     equal_nan: bool = _DEFAULTS["equal_nan"]
     numerics: str = _DEFAULTS["numerics"]
+    grid: str = _DEFAULTS["grid"]
 
     def __post_init__(self):
         if self.autotune not in POLICIES:
@@ -87,10 +98,12 @@ class Settings:
         object.__setattr__(self, "equal_nan", bool(self.equal_nan))
         if self.numerics not in NUMERICS:
             raise ValueError(f"kwshim: unknown numerics {self.numerics!r}; choose one of {', '.join(NUMERICS)}")
+        if self.grid not in GRIDS:
+            raise ValueError(f"kwshim: unknown grid {self.grid!r}; choose one of {', '.join(GRIDS)}")
 
     def __repr__(self):
         return (f"Settings({self.autotune!r}, rtol={self.rtol}, atol={self.atol}, equal_nan={self.equal_nan}, "
-                f"numerics={self.numerics!r})")
+                f"numerics={self.numerics!r}, grid={self.grid!r})")
 
 
 DEFAULT = Settings()

@@ -33,6 +33,7 @@ _HANDLES: List["Handle"] = []
 _PATCH: Optional[Patch] = None
 _AUTOTUNER: Optional[AutotunerPatch] = None
 _NUMERICS: Optional[str] = None  #: the interpreter arithmetic ``_PATCH`` holds in place (None: none)
+_GRID: Optional[str] = None  #: the grid mode ``_PATCH`` holds in place (None: none)
 
 
 class Handle:
@@ -46,7 +47,7 @@ class Handle:
         return self in _HANDLES
 
     def deactivate(self) -> None:
-        global _PATCH, _AUTOTUNER, _NUMERICS
+        global _PATCH, _AUTOTUNER, _NUMERICS, _GRID
         with _LOCK:
             if self not in _HANDLES:
                 return
@@ -55,7 +56,7 @@ class Handle:
                 _settings_changed()
             elif _PATCH is not None:
                 _PATCH.undo()
-                _PATCH = _AUTOTUNER = _NUMERICS = None
+                _PATCH = _AUTOTUNER = _NUMERICS = _GRID = None
 
     def __enter__(self):
         if not self.active:  # a second `with` on a spent handle would silently switch nothing on
@@ -71,7 +72,8 @@ class Handle:
 
 
 def activate(autotune: str = DEFAULT.autotune, *, rtol: float = DEFAULT.rtol, atol: float = DEFAULT.atol,
-             equal_nan: bool = DEFAULT.equal_nan, numerics: str = DEFAULT.numerics) -> Handle:
+             equal_nan: bool = DEFAULT.equal_nan, numerics: str = DEFAULT.numerics,
+             grid: str = DEFAULT.grid) -> Handle:
     """Switch kwshim on for the whole process and return its handle (also a context manager).
 
     ``autotune`` is the policy of autotuners over interpreted kernels: ``"first"`` (no tuning),
@@ -86,17 +88,23 @@ def activate(autotune: str = DEFAULT.autotune, *, rtol: float = DEFAULT.rtol, at
     transcendentals, libdevice reading fp32 subnormals as zeros) or ``"ieee"`` (each operation
     exactly rounded; running both tells a precision problem from a logic bug). bf16 and fp8 are
     held and converted as on a GPU in both.
+
+    ``grid`` is how interpreted launches run their programs: ``"sequential"`` (Triton's loop),
+    ``"batched"`` (all programs together, in chunks, leaving the loop's bits; what a batch cannot
+    run so falls back to the loop, and the kernel remembers why) or ``"check"`` (both from one
+    state, compared bit for bit: ``GridDivergenceError``).
     """
-    return activate_with(Settings(autotune, rtol, atol, equal_nan, numerics))
+    return activate_with(Settings(autotune, rtol, atol, equal_nan, numerics, grid))
 
 
 def activate_with(settings: Settings) -> Handle:
     """``activate`` for settings already made (the doors: ``kwshim run``, ``pytest --kwshim``)."""
-    global _PATCH, _AUTOTUNER, _NUMERICS
+    global _PATCH, _AUTOTUNER, _NUMERICS, _GRID
     handle = Handle(settings)
     with _LOCK:
         if _PATCH is None:
             _PATCH, _AUTOTUNER, _NUMERICS = _install(settings)
+            _GRID = settings.grid if _NUMERICS is not None else None  # only an interpreter has a grid to run
         _HANDLES.append(handle)
         _settings_changed()
     return handle
@@ -114,7 +122,7 @@ def active_settings() -> Settings:
 def _settings_changed() -> None:
     """Put the settings now in force (the innermost handle's) in place: the autotuner patch's, and
     the interpreter's arithmetic."""
-    global _NUMERICS
+    global _NUMERICS, _GRID
     settings = _HANDLES[-1].settings
     if _AUTOTUNER is not None:
         _AUTOTUNER.settings = settings
@@ -123,6 +131,9 @@ def _settings_changed() -> None:
     if _NUMERICS is not None and settings.numerics != _NUMERICS:
         interpreter.use_numerics(_PATCH, settings.numerics)
         _NUMERICS = settings.numerics
+    if _GRID is not None and settings.grid != _GRID:
+        interpreter.use_grid(_PATCH, settings.grid)
+        _GRID = settings.grid
 
 
 def _install(settings: Settings):
@@ -141,7 +152,7 @@ def _install(settings: Settings):
             autotuner = AutotunerPatch(settings)
             autotuner.install(patch, run=interpreting or settings.autotune == "verify")
         if interpreting:  # compiled kernels keep the backend's own libdevice
-            interpreter.install(patch, settings.numerics)
+            interpreter.install(patch, settings.numerics, settings.grid)
             numerics = settings.numerics
     except BaseException:
         patch.undo()

@@ -8,7 +8,9 @@ switch is on (``install``) and around each launch of a wrapped kernel (``launch_
 - ``gpu_builder``: the interpreter's builder computing as the GPU does (casts, ``-x``, ``x // 0``,
   bf16 atomics and dots, and what compiled Triton refuses);
 - ``gpu_arithmetic`` (with ``fma``): ``numerics="gpu"``, where the GPU's arithmetic is not IEEE's
-  (fused multiply-adds, tensor-core dots).
+  (fused multiply-adds, tensor-core dots);
+- ``grid`` (with ``program_axis``): the ``grid`` setting, a launch's programs run together with a
+  program axis on every value, leaving the loop's bits.
 
 Its modules need NumPy (the interpreter's own dependency); nothing imports them until a kernel is
 interpreted, so ``import kwshim`` stays free of it.
@@ -17,7 +19,7 @@ interpreted, so ``import kwshim`` stays free of it.
 import functools
 import threading
 
-__all__ = ["install", "use_numerics", "launch_scope", "arithmetic_module", "LAUNCH_LOCK"]
+__all__ = ["install", "use_numerics", "use_grid", "launch_scope", "arithmetic_module", "LAUNCH_LOCK"]
 
 #: Serializes what interpreted launches share: the interpreter's one builder object and module
 #: globals (the GPU arithmetic sets them for a launch), and from 3.6 ``triton.language``, which the
@@ -35,15 +37,24 @@ def _numerics():
     return Scope(entries(), LAUNCH_LOCK)
 
 
-def install(patch, numerics: str = "gpu") -> None:
-    """The interpreter's fixes, its arithmetic (``numerics``: ``settings.NUMERICS``) and libdevice on
-    the CPU, through ``patch`` (the switch's)."""
+def install(patch, numerics: str = "gpu", grid: str = "sequential") -> None:
+    """The interpreter's fixes, its arithmetic (``numerics``: ``settings.NUMERICS``), libdevice on
+    the CPU and how launches run their programs (``grid``: ``settings.GRIDS``), through ``patch``
+    (the switch's)."""
     from . import fixes, libdevice
 
     fixes.install(patch)
     use_numerics(patch, numerics)
     patch.setattr(_numerics(), "held", True)  # launches find them in place and set nothing
     libdevice.install(patch)
+    use_grid(patch, grid)
+
+
+def use_grid(patch, grid: str) -> None:
+    """Run interpreted launches' programs as ``grid`` says (again when the switch's settings change)."""
+    from . import grid as programs
+
+    programs.use_grid(patch, grid)
 
 
 def use_numerics(patch, numerics: str) -> None:

@@ -1,0 +1,230 @@
+"""How the interpreter runs a launch's programs: the ``grid`` setting (``settings.GRIDS``).
+
+- ``"sequential"``: Triton's own loop, program 0, then 1, ... (nothing of kwshim's runs);
+- ``"batched"``: the programs run together, in chunks, with a program axis on every value
+  (``program_axis``); a chunk that cannot give the loop's bits falls back to the loop, from the
+  state before that chunk (whose writes were never made), and the kernel remembers why, so that
+  its next launch goes straight to the loop;
+- ``"check"``: both from the same state, compared bit for bit; ``GridDivergenceError`` names the
+  kernel, the argument and the first differing element, and the loop's result is left in place.
+
+The seam is the interpreter's grid: ``GridExecutor.__call__`` computes the grid from the converted
+arguments after it has patched ``triton.language``, and then loops; kwshim hands it a grid callable
+that runs the programs itself and returns an empty grid. That is the same on 2.2-3.9. A chunk is
+64 programs, then as many as keep the largest block loaded or stored within 2**22 elements
+(at most 4096).
+"""
+
+import inspect
+import sys
+import threading
+from typing import Dict
+
+import numpy as np
+
+__all__ = ["use_grid", "fallback_reasons", "batching_works"]
+
+_INTERPRETER = "triton.runtime.interpreter"
+_FIRST_CHUNK = 64
+_CHUNK_ELEMENTS = 2 ** 22
+_MOST_PROGRAMS = 4096
+
+#: kernel function -> why its last batch fell back (the next launch runs the loop at once).
+_FALLBACKS: Dict[object, str] = {}
+_FALLBACK_LOCK = threading.Lock()
+
+
+def fallback_reasons() -> Dict[str, str]:
+    """{kernel name: why it runs one program at a time} for the kernels that fell back."""
+    with _FALLBACK_LOCK:
+        return {getattr(fn, "__qualname__", repr(fn)): reason for fn, reason in _FALLBACKS.items()}
+
+
+def batching_works() -> bool:
+    """Whether the installed interpreter has what a batch needs (a module-wide builder, 3.0 on)."""
+    interpreter = sys.modules.get(_INTERPRETER)
+    return interpreter is not None and hasattr(interpreter, "interpreter_builder") and \
+        hasattr(interpreter, "GridExecutor")
+
+
+def use_grid(patch, mode: str) -> None:
+    """Put ``mode`` in force (again when the switch's settings change): the grid seam is set for
+    ``batched`` and ``check`` and left as Triton's for ``sequential``."""
+    interpreter = sys.modules.get(_INTERPRETER)
+    executor = getattr(interpreter, "GridExecutor", None)
+    if executor is None:
+        return
+    original = vars(executor)["__call__"]
+    original = getattr(original, "kwshim_original", original)
+    patch.setitem(_MODE_HOLDER, "mode", mode)
+    patch.setattr(executor, "__call__", original if mode == "sequential" or not batching_works()
+                  else _grid_call(original))
+
+
+#: The grid mode the switch holds in place (``use_grid``).
+_MODE_HOLDER = {"mode": "sequential"}
+
+
+def _grid_call(original):
+    def __call__(self, *args_dev, **kwargs):
+        grid = self.grid
+        self.grid = _Programs(self, grid, _MODE_HOLDER["mode"], args_dev, kwargs)
+        try:
+            return original(self, *args_dev, **kwargs)
+        finally:
+            self.grid = grid
+
+    __call__.kwshim_original = original
+    return __call__
+
+
+class _Programs:
+    """The grid kwshim hands ``GridExecutor``: called with the converted arguments, it runs every
+    program (batched, or checked) and returns an empty grid, so the interpreter's loop runs none."""
+
+    def __init__(self, executor, grid, mode, args_dev, kwargs):
+        self.executor, self.grid, self.mode = executor, grid, mode
+        self.args_dev, self.kwargs = args_dev, kwargs
+
+    def __call__(self, args):
+        grid = self.grid(args) if callable(self.grid) else self.grid
+        grid = tuple(grid) + (1,) * (3 - len(grid))
+        from ..errors import GridDivergenceError
+
+        interpreter = sys.modules[_INTERPRETER]
+        try:
+            if self.mode == "check":
+                _checked(self.executor.fn, args, grid, self._tensors())
+            else:
+                _run(self.executor.fn, args, grid)
+        except Exception as exc:  # wrapped as the interpreter's loop wraps what a program raises
+            error = getattr(interpreter, "InterpreterError", None)
+            if error is None or isinstance(exc, (error, GridDivergenceError)):
+                raise
+            raise error(repr(exc)) from exc
+        return (0, 0, 0)
+
+    def _tensors(self):
+        """(name, tensor) for every tensor argument of the launch."""
+        names = list(inspect.signature(self.executor.fn).parameters)
+        pairs = list(zip(names, self.args_dev)) + list(self.kwargs.items())
+        return [(name, value) for name, value in pairs if hasattr(value, "data_ptr") and hasattr(value, "clone")]
+
+
+def _builder():
+    return sys.modules[_INTERPRETER].interpreter_builder
+
+
+def _sequential(fn, args, grid, first=0):
+    """Triton's loop, from the program numbered ``first`` (x outermost, z innermost)."""
+    builder = _builder()
+    total = grid[0] * grid[1] * grid[2]
+    for number in range(first, total):
+        x, rest = divmod(number, grid[1] * grid[2])
+        y, z = divmod(rest, grid[2])
+        builder.set_grid_idx(x, y, z)
+        fn(**args)
+
+
+def _run(fn, args, grid):
+    """The programs of a launch, batched where the kernel has not fallen back before."""
+    builder = _builder()
+    builder.set_grid_dim(*grid)
+    total = grid[0] * grid[1] * grid[2]
+    with _FALLBACK_LOCK:
+        known = fn in _FALLBACKS
+    if known or total <= 1:
+        return _sequential(fn, args, grid)
+    first, chunk = 0, _FIRST_CHUNK
+    while first < total:
+        count = min(chunk, total - first)
+        try:
+            log, largest = _batch(fn, args, grid, first, count)
+            reason = log.conflict()
+        except Exception as exc:  # anything a batch cannot do, the loop does (or raises as Triton raises)
+            from .program_axis import Fallback
+
+            reason = exc.reason if isinstance(exc, Fallback) else f"{type(exc).__name__} in a batch: {exc}"
+        if reason is not None:
+            with _FALLBACK_LOCK:
+                _FALLBACKS[fn] = reason
+            return _sequential(fn, args, grid, first)
+        log.commit()
+        first += count
+        per_program = max(1, largest // count)
+        chunk = max(1, min(_MOST_PROGRAMS, _CHUNK_ELEMENTS // per_program))
+    return None
+
+
+def _batch(fn, args, grid, first, count):
+    """Run the programs ``first .. first + count - 1`` together; their stores are deferred in the
+    returned ``StoreLog``, with the largest block it loaded or stored (elements)."""
+    from ..patching import Patch
+    from . import program_axis
+
+    builder = _builder()
+    numbers = np.arange(first, first + count)
+    x, rest = np.divmod(numbers, grid[1] * grid[2])
+    y, z = np.divmod(rest, grid[2])
+    log = program_axis.StoreLog()
+    batch = _Batch(tuple(axis.astype(np.int32) for axis in (x, y, z)), log)
+    with Patch() as patch:
+        patch.setattr(builder, "__class__", program_axis.batched_builder_class(type(builder)))
+        patch.setattr(builder, "kwshim_batch", batch)
+        for owner, name, value in program_axis.reduce_scan_entries() + program_axis.tensor_entries():
+            patch.set(owner, name, value)
+        fn(**args)
+    sizes = [addresses.size for addresses, _, _ in log.loads] + [s[2].size for s in log.stores]
+    return log, max(sizes, default=count)
+
+
+class _Batch:
+    __slots__ = ("program_ids", "log")
+
+    def __init__(self, program_ids, log):
+        self.program_ids, self.log = program_ids, log
+
+
+def _checked(fn, args, grid, tensors):
+    """The loop and the batch from one state, compared bit for bit; the loop's result stays."""
+    from ..errors import GridDivergenceError
+
+    before = [(name, tensor.clone()) for name, tensor in tensors]
+    builder = _builder()
+    builder.set_grid_dim(*grid)
+    _sequential(fn, args, grid)
+    looped = [tensor.clone() for _, tensor in tensors]
+    for (_, tensor), (_, saved) in zip(tensors, before):
+        tensor.copy_(saved)
+    _run(fn, args, grid)
+    for (name, tensor), reference in zip(tensors, looped):
+        index = _first_difference(reference, tensor)
+        if index is not None:
+            for (_, restored), value in zip(tensors, looped):
+                restored.copy_(value)
+            raise GridDivergenceError(
+                f"kwshim: kernel {getattr(fn, '__qualname__', fn)}: the batched grid left argument {name!r} "
+                f"different from Triton's loop at index {index} ({_item(tensor, index)} where the loop "
+                f"stored {_item(reference, index)}): run it with grid='sequential' and report this")
+
+
+def _first_difference(reference, tensor):
+    """The first index (a tuple) where the two tensors' bits differ, or None."""
+    import torch
+
+    if reference.shape != tensor.shape:
+        return ()
+    if reference.is_complex():
+        reference, tensor = torch.view_as_real(reference), torch.view_as_real(tensor)
+    width = {1: torch.uint8, 2: torch.int16, 4: torch.int32, 8: torch.int64}.get(reference.element_size())
+    if width is None or reference.dtype == torch.bool:
+        differs = reference != tensor
+    else:
+        differs = reference.contiguous().view(width) != tensor.contiguous().view(width)
+    if not bool(differs.any()):
+        return None
+    return tuple(int(i) for i in differs.nonzero()[0])
+
+
+def _item(tensor, index):
+    return tensor[index].item() if index else tensor
