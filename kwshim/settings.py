@@ -9,6 +9,7 @@ translate their spelling into a ``Settings`` and read nothing else; the autotune
 """
 
 import dataclasses
+import os
 from typing import Any, Dict, NamedTuple, Tuple
 
 __all__ = ["Settings", "DEFAULT", "POLICIES", "NUMERICS", "GRIDS", "FIELDS", "Field"]
@@ -69,8 +70,9 @@ FIELDS = (
     Field("equal_nan", True, "verify: NaN in the same place agrees; off: it counts as a difference"),
     Field("numerics", "gpu", "arithmetic of interpreted kernels: gpu (as an NVIDIA GPU computes) or ieee "
           "(exactly rounded, to tell a precision problem from a logic bug) (default: gpu)", tuple(NUMERICS)),
-    Field("grid", "sequential", "how interpreted launches run their programs: sequential (Triton's loop), "
-          "batched (together, with the loop's bits) or check (both, compared) (default: sequential)", tuple(GRIDS)),
+    Field("grid", os.environ.get("KWSHIM_GRID") or "sequential", "how interpreted launches run their programs: "
+          "sequential (Triton's loop), batched (together, with the loop's bits) or check (both, compared) "
+          "(default: KWSHIM_GRID, else sequential)", tuple(GRIDS)),
 )
 _DEFAULTS = {field.name: field.default for field in FIELDS}
 

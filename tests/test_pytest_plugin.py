@@ -24,7 +24,7 @@ PLUGIN_TEST = textwrap.dedent("""
 """)
 
 
-DEFAULT_TOLERANCES = "rtol=1e-05, atol=1e-08, equal_nan=True, numerics='gpu')"
+DEFAULT_TOLERANCES = "rtol=1e-05, atol=1e-08, equal_nan=True, numerics='gpu', grid='sequential')"
 
 
 @pytest.mark.parametrize("args, ini, expect, policy, tolerances", [
@@ -33,11 +33,11 @@ DEFAULT_TOLERANCES = "rtol=1e-05, atol=1e-08, equal_nan=True, numerics='gpu')"
     (["--kwshim", "--kwshim-autotune", "verify"], "", "on", "verify", DEFAULT_TOLERANCES),
     ([], "[pytest]\nkwshim = true\nkwshim_autotune = first\n", "on", "first", DEFAULT_TOLERANCES),
     (["--kwshim", "--kwshim-autotune", "verify", "--kwshim-rtol", "0.5", "--kwshim-atol", "0.25",
-      "--kwshim-no-equal-nan", "--kwshim-numerics", "ieee"], "", "on", "verify",
-     "rtol=0.5, atol=0.25, equal_nan=False, numerics='ieee')"),
+      "--kwshim-no-equal-nan", "--kwshim-numerics", "ieee", "--kwshim-grid", "batched"], "", "on", "verify",
+     "rtol=0.5, atol=0.25, equal_nan=False, numerics='ieee', grid='batched')"),
     ([], "[pytest]\nkwshim = true\nkwshim_autotune = verify\nkwshim_rtol = 0.125\nkwshim_atol = 2\n"
-         "kwshim_equal_nan = false\nkwshim_numerics = ieee\n", "on", "verify",
-     "rtol=0.125, atol=2.0, equal_nan=False, numerics='ieee')"),
+         "kwshim_equal_nan = false\nkwshim_numerics = ieee\nkwshim_grid = check\n", "on", "verify",
+     "rtol=0.125, atol=2.0, equal_nan=False, numerics='ieee', grid='check')"),
 ])
 def test_pytest_plugin_is_inert_unless_asked(tmp_path, args, ini, expect, policy, tolerances):
     (tmp_path / "test_state.py").write_text(PLUGIN_TEST)

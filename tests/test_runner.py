@@ -57,11 +57,12 @@ def test_kwshim_run_reports_the_targets_exception_with_status_1(tmp_path):
 def test_kwshim_run_passes_verify_tolerances_to_the_switch(tmp_path):
     (tmp_path / "show.py").write_text("from kwshim.doors import switch\nprint(switch.active_settings())\n")
     done = kwshim("run", "--autotune", "verify", "--rtol", "0.5", "--atol", "0.25", "--no-equal-nan",
-                  "--numerics", "ieee", "show.py", cwd=tmp_path)
+                  "--numerics", "ieee", "--grid", "check", "show.py", cwd=tmp_path)
     assert done.returncode == 0, done.stderr[-2000:]
-    assert "Settings('verify', rtol=0.5, atol=0.25, equal_nan=False, numerics='ieee')" in done.stdout
+    assert "Settings('verify', rtol=0.5, atol=0.25, equal_nan=False, numerics='ieee', grid='check')" in done.stdout
     done = kwshim("run", "show.py", cwd=tmp_path)
-    assert "Settings('all', rtol=1e-05, atol=1e-08, equal_nan=True, numerics='gpu')" in done.stdout
+    assert "Settings('all', rtol=1e-05, atol=1e-08, equal_nan=True, numerics='gpu', grid='sequential')" \
+        in done.stdout
     done = kwshim("run", "--numerics", "exact", "show.py", cwd=tmp_path)
     assert done.returncode == 2 and "invalid choice: 'exact' (choose from 'gpu', 'ieee')" in done.stderr
 

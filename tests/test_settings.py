@@ -6,14 +6,16 @@ import sys
 import pytest
 
 from kwshim import Settings
-from kwshim.settings import FIELDS, NUMERICS, POLICIES
+from kwshim.settings import FIELDS, GRIDS, NUMERICS, POLICIES
 
 
 def test_defaults_and_repr():
-    assert Settings() == Settings("all", 1e-05, 1e-08, True, "gpu")
-    assert repr(Settings()) == "Settings('all', rtol=1e-05, atol=1e-08, equal_nan=True, numerics='gpu')"
-    assert [field.name for field in FIELDS] == ["autotune", "rtol", "atol", "equal_nan", "numerics"]
+    assert Settings() == Settings("all", 1e-05, 1e-08, True, "gpu", "sequential")
+    assert repr(Settings()) == ("Settings('all', rtol=1e-05, atol=1e-08, equal_nan=True, numerics='gpu', "
+                                "grid='sequential')")
+    assert [field.name for field in FIELDS] == ["autotune", "rtol", "atol", "equal_nan", "numerics", "grid"]
     assert tuple(NUMERICS) == ("gpu", "ieee")
+    assert tuple(GRIDS) == ("sequential", "batched", "check")
     assert tuple(POLICIES) == ("first", "all", "verify")
 
 
@@ -23,6 +25,7 @@ def test_defaults_and_repr():
     ({"atol": "0.1"}, "kwshim: atol must be a number >= 0, not '0.1'"),
     ({"rtol": True}, "kwshim: rtol must be a number >= 0, not True"),
     ({"numerics": "exact"}, "kwshim: unknown numerics 'exact'; choose one of gpu, ieee"),
+    ({"grid": "parallel"}, "kwshim: unknown grid 'parallel'; choose one of sequential, batched, check"),
 ])
 def test_a_bad_value_is_refused_naming_kwshim(bad, message):
     with pytest.raises(ValueError) as caught:

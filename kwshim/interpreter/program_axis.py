@@ -6,7 +6,8 @@ kernel's Python body. Every ``TensorHandle`` holds ``(programs, *block shape)`` 
 and 1 for one that does not (a constant, ``tl.arange``): NumPy broadcasting pairs the two, so the
 element-wise builder methods need nothing. What sees shapes is shifted by one axis here:
 ``tl.program_id``, ranges, splats, broadcasts, reshapes, transposes, concatenation, joins, loads,
-stores, reductions and scans (the reduce and scan classes), and ``tensor.T``.
+stores, reductions and scans (the reduce and scan classes), and ``bool()`` and ``index()`` of a
+tensor (Python control flow).
 
 The sequential loop is the reference, bit for bit, so a batch never guesses:
 
@@ -16,8 +17,9 @@ The sequential loop is the reference, bit for bit, so a batch never guesses:
   before the batch, whose writes were never made;
 - what a batch cannot run as the loop would raises ``Fallback`` with the reason: a Python ``if``,
   ``while`` or ``range`` on a value that differs between programs, atomics, ``device_print``, a
-  failing ``device_assert``, inline assembly, block pointers and tensor descriptors, a reduction
-  or scan with a combine function of the kernel's own, and every builder method not named here.
+  failing ``device_assert``, inline assembly, block pointers and tensor descriptors, ``tl.histogram``,
+  ``tl.gather``, ``tensor.T`` (whose interpreter form differs by release), a reduction or scan with
+  a combine function of the kernel's own.
 """
 
 import functools
@@ -139,8 +141,8 @@ def batched_builder_class(base):
 
         def create_splat(self, *args):
             arg = next(a for a in args if isinstance(a, TensorHandle))
-            shape = next(a for a in args if not isinstance(a, TensorHandle))
-            shape = tuple(getattr(shape, "shape", shape))
+            shape = next(a for a in args if not isinstance(a, TensorHandle))  # a shape, or (3.6+) a block type
+            shape = tuple(shape.shape if isinstance(shape, interpreter.tl.block_type) else shape)
             rows = arg.data.reshape(arg.data.shape[0], -1)[:, 0]
             data = np.empty((rows.shape[0],) + shape, dtype=interpreter._get_np_dtype(arg.dtype))
             data[...] = rows.reshape((-1,) + (1,) * len(shape))
@@ -225,76 +227,58 @@ def _block_result(data, dtype):
     import triton.language as tl
 
     interpreter = sys.modules[_INTERPRETER]
-    data = data.astype(interpreter._get_np_dtype(dtype), copy=False)
+    data = np.asarray(data).astype(interpreter._get_np_dtype(dtype), copy=False)
     block_type = tl.block_type(dtype, list(data.shape[1:])) if data.ndim > 1 else dtype
     return tl.core.tensor(interpreter.TensorHandle(data, dtype.scalar), block_type)
 
 
-def _reduction_axes(data, axis):
-    """``data`` and the NumPy axis a Triton ``axis`` (None: all) is, past the program axis."""
-    if axis is None:
-        return data.reshape(data.shape[0], -1), 1
-    return data, axis + 1
+#: The combine functions the interpreter's reduce and scan classes compute with NumPy on a whole
+#: axis (any other runs element by element: the batch falls back).
+_NATIVE_REDUCTIONS = ("_argmin_combine_tie_break_left", "_argmin_combine_tie_break_fast",
+                      "_argmax_combine_tie_break_left", "_argmax_combine_tie_break_fast",
+                      "_elementwise_max", "_elementwise_min", "_sum_combine")
+_NATIVE_SCANS = ("_sum_combine", "_prod_combine")
+
+
+def _with_program_axis(base, native, kind):
+    """``base`` (the interpreter's reduce or scan class, or kwshim's refining one) computing its own
+    NumPy reductions one axis further in (``axis=None``: each program's whole block), its results
+    typed without the program axis."""
+    import triton.language as tl
+
+    combines = tuple(getattr(tl.standard, name) for name in native if hasattr(tl.standard, name))
+
+    def apply_impl(self, input):
+        if not any(self.combine_fn is combine or self.combine_fn == combine for combine in combines):
+            raise Fallback(f"a {kind} with a combine function of the kernel's own")
+        axis = self.axis
+        if axis is None:
+            input = tuple(tl.core.tensor(t.handle.__class__(t.handle.data.reshape(t.handle.data.shape[0], -1),
+                                                            t.handle.dtype), t.type) for t in input)
+        self.axis = 1 if axis is None else axis + 1
+        try:
+            result = base.apply_impl(self, input)
+        finally:
+            self.axis = axis
+        if axis is None and getattr(self, "keep_dims", False):
+            ndim = len(input[0].type.shape)
+            results = result if isinstance(result, (tuple, list)) else (result,)
+            shaped = [_block_result(r.handle.data.reshape((-1,) + (1,) * ndim), r.dtype) for r in results]
+            return shaped[0] if not isinstance(result, (tuple, list)) else type(result)(shaped)
+        return result
+
+    def to_tensor(self, ret, dtype):
+        return _block_result(ret, dtype)
+
+    return type(base.__name__, (base,), {"apply_impl": apply_impl, "to_tensor": to_tensor, "__module__": __name__})
 
 
 def _reduce_class(base):
-    """``base`` (the interpreter's reduce class, or kwshim's refining one) with a program axis:
-    sums, maxima, minima and their indices; a combine function of the kernel's own falls back."""
-    import triton.language as tl
-
-    standard = tl.standard
-    arg_max = tuple(getattr(standard, n) for n in ("_argmax_combine_tie_break_left", "_argmax_combine_tie_break_fast")
-                    if hasattr(standard, n))
-    arg_min = tuple(getattr(standard, n) for n in ("_argmin_combine_tie_break_left", "_argmin_combine_tie_break_fast")
-                    if hasattr(standard, n))
-
-    def apply_impl(self, input):
-        value = input[0]
-        data, axis = _reduction_axes(value.handle.data, self.axis)
-        keep = self.keep_dims
-
-        def shaped(result):
-            if keep and self.axis is None:
-                return result.reshape((result.shape[0],) + (1,) * len(value.type.shape))
-            return result
-
-        combine = self.combine_fn
-        if combine in arg_max or combine in arg_min:
-            values, indices = (np.nanmax, np.nanargmax) if combine in arg_max else (np.nanmin, np.nanargmin)
-            return (_block_result(shaped(values(data, axis=axis, keepdims=keep)), value.dtype),
-                    _block_result(shaped(indices(data, axis=axis, keepdims=keep)), tl.int32))
-        if combine is standard._elementwise_max:
-            return _block_result(shaped(np.nanmax(data, axis=axis, keepdims=keep)), value.dtype)
-        if combine is standard._elementwise_min:
-            return _block_result(shaped(np.nanmin(data, axis=axis, keepdims=keep)), value.dtype)
-        if combine is standard._sum_combine:
-            return _block_result(shaped(np.sum(data, axis=axis, keepdims=keep)), value.dtype)
-        raise Fallback("a reduction with a combine function of the kernel's own")
-
-    return type(base.__name__, (base,), {"apply_impl": apply_impl, "__module__": __name__})
+    return _with_program_axis(base, _NATIVE_REDUCTIONS, "reduction")
 
 
 def _scan_class(base):
-    """``base`` (the interpreter's scan class) with a program axis: sums and products."""
-    import triton.language as tl
-
-    def apply_impl(self, input):
-        value = input[0]
-        data, axis = value.handle.data, self.axis + 1
-        if self.combine_fn == tl.standard._sum_combine:
-            scan = np.cumsum
-        elif getattr(tl.standard, "_prod_combine", None) is not None and self.combine_fn == tl.standard._prod_combine:
-            scan = np.cumprod
-        else:
-            raise Fallback("a scan with a combine function of the kernel's own")
-        if self.reverse:
-            data = np.ascontiguousarray(np.flip(data, axis=axis))
-        result = scan(data, axis=axis)
-        if self.reverse:
-            result = np.ascontiguousarray(np.flip(result, axis=axis))
-        return [_block_result(result, value.dtype)]
-
-    return type(base.__name__, (base,), {"apply_impl": apply_impl, "__module__": __name__})
+    return _with_program_axis(base, _NATIVE_SCANS, "scan")
 
 
 def reduce_scan_entries():
@@ -322,10 +306,31 @@ def _per_program(data):
 
 
 def tensor_entries():
-    """``(owner, name, value)`` for ``tl.tensor``: ``bool()``, ``index()`` and ``.T`` with a program axis."""
+    """``(owner, name, value)``: ``tl.tensor``'s ``bool()`` and ``index()`` with a program axis
+    (``.T`` falls back), and the interpreter's ``_patch_lang_tensor`` putting them back each time it runs (it runs
+    again for every jitted function a kernel calls, ``tl.sum`` among them)."""
     import triton.language as tl
 
+    namespace = vars(sys.modules[_INTERPRETER])
     tensor = tl.core.tensor
+    own = _tensor_attributes(tensor)
+    entries = tuple((tensor, name, value) for name, value in own.items())
+    original = namespace.get("_patch_lang_tensor")
+    if original is None:
+        return entries
+
+    def patch_lang_tensor(*args, **kwargs):
+        result = original(*args, **kwargs)
+        for name, value in own.items():
+            setattr(tensor, name, value)  # the batch's Patch restores the interpreter's afterwards
+        return result
+
+    return entries + ((namespace, "_patch_lang_tensor", patch_lang_tensor),)
+
+
+@functools.lru_cache(maxsize=None)
+def _tensor_attributes(tensor):
+    import triton.language as tl
 
     def as_bool(self):
         data = self.handle.data
@@ -339,11 +344,7 @@ def tensor_entries():
     def as_index(self):
         return int(_per_program(self.handle.data))
 
-    def transposed(self):
-        interpreter = sys.modules[_INTERPRETER]
-        data = np.swapaxes(self.handle.data, -1, -2)
-        shape = list(self.type.shape)
-        shape[-1], shape[-2] = shape[-2], shape[-1]
-        return tl.core.tensor(interpreter.TensorHandle(data, self.handle.dtype), tl.core.block_type(self.dtype, shape))
+    def transposed(self):  # the release's own .T differs (3.0's loses the block type): the loop runs it
+        raise Fallback("tensor.T")
 
-    return ((tensor, "__bool__", as_bool), (tensor, "__index__", as_index), (tensor, "T", property(transposed)))
+    return {"__bool__": as_bool, "__index__": as_index, "T": property(transposed)}

@@ -1,0 +1,216 @@
+"""``grid="batched"`` and ``"check"`` (``interpreter/grid``, ``interpreter/program_axis``): a launch's
+programs run together and leave every tensor with the bits Triton's own loop leaves, or fall back
+to the loop, remembering why."""
+
+import pytest
+import torch
+import triton
+import triton.language as tl
+
+import kwshim
+from kwshim.interpreter import grid as grid_module
+
+from .kernels import needs_block_loads
+
+def _batching():
+    import triton.runtime.interpreter as interpreter
+
+    return hasattr(interpreter, "interpreter_builder")
+
+
+batching = pytest.mark.skipif(not _batching(), reason="2.x: no module-wide builder to batch with")
+
+
+@triton.jit
+def row_norm(x_ptr, w_ptr, y_ptr, n_cols, BLOCK: tl.constexpr):
+    row = tl.program_id(0)
+    cols = tl.arange(0, BLOCK)
+    mask = cols < n_cols
+    x = tl.load(x_ptr + row * n_cols + cols, mask=mask, other=0.0)
+    w = tl.load(w_ptr + cols, mask=mask, other=0.0)
+    scale = 1 / tl.sqrt(tl.sum(x * x, axis=0) / n_cols + 1e-6)
+    tl.store(y_ptr + row * n_cols + cols, x * scale * w, mask=mask)
+
+
+def _both(kernel, grid, make, *extra, **constants):
+    """The tensors ``make()`` gives, after a sequential and after a batched launch."""
+    results = []
+    for mode in ("sequential", "batched"):
+        tensors = make()
+        with kwshim.activate(grid=mode):
+            kernel[grid](*tensors, *extra, **constants)
+        results.append(tensors)
+    return results
+
+
+def _same_bits(looped, batched):
+    for a, b in zip(looped, batched):
+        assert a.dtype == b.dtype and torch.equal(a.view(torch.uint8), b.view(torch.uint8))
+
+
+def _reason(kernel):
+    return grid_module.fallback_reasons().get(kernel.fn.__qualname__)
+
+
+@batching
+@needs_block_loads
+def test_a_row_kernel_runs_batched_with_the_loop_s_bits():
+    torch.manual_seed(0)
+    x, w = torch.randn(300, 100), torch.randn(100)  # 300 rows: a first chunk of 64, then the rest
+    looped, batched = _both(row_norm, (300,), lambda: (x, w, torch.zeros(300, 100)), 100, BLOCK=128)
+    _same_bits(looped, batched)
+    assert _reason(row_norm) is None
+
+
+@triton.jit
+def shapes(x_ptr, out_ptr, idx_ptr, cum_ptr, dot_ptr, N: tl.constexpr):
+    pid = tl.program_id(0)
+    rows = tl.arange(0, N)[:, None]
+    cols = tl.arange(0, N)[None, :]
+    block = tl.load(x_ptr + pid * N * N + rows * N + cols)
+    flipped = tl.trans(block)
+    total = tl.sum(tl.reshape(block, (N * N,)), axis=0) + tl.max(flipped, axis=1)
+    tl.store(out_ptr + pid * N + tl.arange(0, N), total)
+    tl.store(idx_ptr + pid * N + tl.arange(0, N), tl.argmax(block, axis=0))
+    tl.store(cum_ptr + pid * N * N + rows * N + cols, tl.cumsum(block, axis=1) + tl.min(block))
+    tl.store(dot_ptr + pid * N * N + rows * N + cols, tl.dot(block, tl.trans(flipped)) + pid)
+
+
+@batching
+@needs_block_loads
+def test_shape_operations_reductions_scans_and_dots_keep_the_loop_s_bits():
+    torch.manual_seed(1)
+    x = torch.randn(40, 16, 16)
+
+    def make():
+        return x, torch.zeros(40, 16), torch.zeros(40, 16, dtype=torch.int32), torch.zeros(40, 16, 16), \
+            torch.zeros(40, 16, 16)
+
+    looped, batched = _both(shapes, (40,), make, N=16)
+    _same_bits(looped, batched)
+    assert _reason(shapes) is None
+
+
+@triton.jit
+def last_writer(out_ptr):
+    tl.store(out_ptr, tl.program_id(0) * 10 + tl.program_id(1))
+
+
+@batching
+def test_stores_to_one_address_leave_the_last_program_s_value():
+    looped, batched = _both(last_writer, (5, 7), lambda: (torch.zeros(1, dtype=torch.int32),))
+    assert looped[0].item() == batched[0].item() == 46  # program (4, 6), the loop's last
+    assert _reason(last_writer) is None
+
+
+@triton.jit
+def early_return(out_ptr, n):
+    pid = tl.program_id(0)
+    if pid >= n:
+        return
+    tl.store(out_ptr + pid, pid + 1)
+
+
+@triton.jit
+def persistent(out_ptr, n, PROGRAMS: tl.constexpr):
+    for i in range(tl.program_id(0), n, PROGRAMS):
+        tl.store(out_ptr + i, i * 2)
+
+
+@triton.jit
+def chained(out_ptr):
+    pid = tl.program_id(0)  # each program reads what the one before it wrote
+    previous = tl.load(out_ptr + pid)
+    tl.store(out_ptr + pid + 1, previous + 1)
+
+
+@triton.jit
+def split_k(a_ptr, out_ptr, N: tl.constexpr):
+    offsets = tl.program_id(0) * N + tl.arange(0, N)
+    tl.atomic_add(out_ptr, tl.sum(tl.load(a_ptr + offsets), axis=0))
+
+
+@triton.jit
+def spin_lock(lock_ptr, count_ptr):
+    while tl.atomic_cas(lock_ptr, 0, 1) == 1:
+        pass
+    tl.store(count_ptr, tl.load(count_ptr) + 1)
+    tl.atomic_xchg(lock_ptr, 0)
+
+
+@triton.jit
+def prints(out_ptr):
+    tl.device_print("pid", tl.program_id(0))
+    tl.store(out_ptr + tl.program_id(0), 1)
+
+
+@triton.jit
+def transposed(x_ptr, out_ptr):
+    offsets = tl.arange(0, 4)[:, None] * 4 + tl.arange(0, 4)[None, :]
+    tl.store(out_ptr + tl.program_id(0) * 16 + offsets, tl.load(x_ptr + offsets).T)
+
+
+@triton.jit
+def two_statements(out_ptr):
+    pid = tl.program_id(0)
+    tl.store(out_ptr + pid, pid)
+    tl.store(out_ptr + (pid + 1) % 4, -pid)
+
+
+@batching
+@needs_block_loads
+@pytest.mark.parametrize("kernel, grid, make, extra, reason", [
+    (early_return, (8,), lambda: (torch.zeros(8, dtype=torch.int32),), (5,), "Python control flow"),
+    (persistent, (3,), lambda: (torch.zeros(10, dtype=torch.int32),), (10, 3), "Python control flow"),
+    (chained, (6,), lambda: (torch.zeros(7, dtype=torch.int32),), (), "a program reads what another program"),
+    (split_k, (4,), lambda: (torch.arange(64, dtype=torch.float32) / 7, torch.zeros(1)), (16,), "an atomic"),
+    (spin_lock, (5,), lambda: (torch.zeros(1, dtype=torch.int32), torch.zeros(1, dtype=torch.int32)), (),
+     "an atomic"),
+    (prints, (3,), lambda: (torch.zeros(3, dtype=torch.int32),), (), "device_print"),
+    (two_statements, (4,), lambda: (torch.zeros(4, dtype=torch.int32),), (), "two store statements"),
+    (transposed, (2,), lambda: (torch.arange(16.0), torch.zeros(32)), (), "tensor.T"),
+])
+def test_what_cannot_be_batched_falls_back_to_the_loop_and_is_remembered(kernel, grid, make, extra, reason):
+    grid_module._FALLBACKS.pop(kernel.fn, None)
+    looped, batched = _both(kernel, grid, make, *extra)
+    _same_bits(looped, batched)
+    assert _reason(kernel).startswith(reason), _reason(kernel)
+    if kernel is chained:
+        assert batched[0].tolist() == list(range(7))
+
+
+@batching
+@needs_block_loads
+def test_check_compares_the_batch_with_the_loop_and_names_the_first_difference(monkeypatch):
+    x, w = torch.ones(4, 8), torch.ones(8)
+    y = torch.zeros(4, 8)
+    with kwshim.activate(grid="check"):
+        row_norm[(4,)](x, w, y, 8, BLOCK=8)
+    assert torch.equal(y, torch.ones(4, 8) / torch.sqrt(torch.tensor(1 + 1e-6)))
+
+    from kwshim.interpreter import program_axis
+
+    def drop_the_last_store(log):  # a batch that loses a write: what check exists to catch
+        for write, handles, _, _, _ in log.stores[:-1]:
+            write(*handles)
+
+    monkeypatch.setattr(program_axis.StoreLog, "commit", drop_the_last_store)
+    y = torch.zeros(4, 8)
+    with kwshim.activate(grid="check"), pytest.raises(kwshim.GridDivergenceError) as caught:
+        row_norm[(4,)](x, w, y, 8, BLOCK=8)
+    assert "kwshim: kernel row_norm: the batched grid left argument 'y_ptr' different from Triton's loop at " \
+           "index (0, 0)" in str(caught.value)
+    assert y[0, 0].item() != 0  # the loop's result is what the tensor holds
+
+
+@batching
+def test_the_grid_seam_is_set_only_while_a_batching_mode_is_in_force():
+    from triton.runtime.interpreter import GridExecutor
+
+    original = GridExecutor.__call__
+    with kwshim.activate():
+        assert GridExecutor.__call__ is original
+        with kwshim.activate(grid="batched"):
+            assert GridExecutor.__call__ is not original
+        assert GridExecutor.__call__ is original
+    assert GridExecutor.__call__ is original
