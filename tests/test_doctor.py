@@ -80,3 +80,20 @@ def test_the_probing_line_is_said_only_when_probes_run(monkeypatch):
     monkeypatch.setattr(doctor, "_distribution_of", lambda module: None)  # as where no triton is installed
     said.clear()
     assert doctor.diagnose(progress=said.append)["broken"] is True and said == []
+
+
+def test_the_grid_line_says_which_mode_is_in_force_and_whether_batching_works(report, monkeypatch):
+    import triton.runtime.interpreter as interpreter
+
+    batching = hasattr(interpreter, "interpreter_builder") and report["probes"]["stores_work"]["ok"]
+    assert report["grid"]["ok"] is batching, report["grid"]
+    monkeypatch.delenv("KWSHIM_GRID", raising=False)
+    line = next(line for line in render(report).splitlines() if line.startswith("grid "))
+    assert line.startswith(f"grid        {kwshim_default_grid()} under the switch (KWSHIM_GRID=unset); batching ")
+    assert ("batching works" in line) is batching
+
+
+def kwshim_default_grid():
+    from kwshim.settings import DEFAULT
+
+    return DEFAULT.grid

@@ -208,7 +208,7 @@ def test_the_grid_seam_is_set_only_while_a_batching_mode_is_in_force():
     from triton.runtime.interpreter import GridExecutor
 
     original = GridExecutor.__call__
-    with kwshim.activate():
+    with kwshim.activate(grid="sequential"):
         assert GridExecutor.__call__ is original
         with kwshim.activate(grid="batched"):
             assert GridExecutor.__call__ is not original

@@ -7,6 +7,8 @@ import textwrap
 
 import pytest
 
+from kwshim.settings import DEFAULT
+
 from ._subprocess import environment, inherited_pythonpath
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -24,7 +26,7 @@ PLUGIN_TEST = textwrap.dedent("""
 """)
 
 
-DEFAULT_TOLERANCES = "rtol=1e-05, atol=1e-08, equal_nan=True, numerics='gpu', grid='sequential')"
+DEFAULT_TOLERANCES = f"rtol=1e-05, atol=1e-08, equal_nan=True, numerics='gpu', grid={DEFAULT.grid!r})"
 
 
 @pytest.mark.parametrize("args, ini, expect, policy, tolerances", [

@@ -7,6 +7,8 @@ import textwrap
 
 import pytest
 
+from kwshim.settings import DEFAULT
+
 from ._subprocess import environment
 from .kernels import needs_block_loads
 
@@ -61,7 +63,7 @@ def test_kwshim_run_passes_verify_tolerances_to_the_switch(tmp_path):
     assert done.returncode == 0, done.stderr[-2000:]
     assert "Settings('verify', rtol=0.5, atol=0.25, equal_nan=False, numerics='ieee', grid='check')" in done.stdout
     done = kwshim("run", "show.py", cwd=tmp_path)
-    assert "Settings('all', rtol=1e-05, atol=1e-08, equal_nan=True, numerics='gpu', grid='sequential')" \
+    assert f"Settings('all', rtol=1e-05, atol=1e-08, equal_nan=True, numerics='gpu', grid={DEFAULT.grid!r})" \
         in done.stdout
     done = kwshim("run", "--numerics", "exact", "show.py", cwd=tmp_path)
     assert done.returncode == 2 and "invalid choice: 'exact' (choose from 'gpu', 'ieee')" in done.stderr

@@ -71,6 +71,9 @@ def diagnose(progress=None):
         report["advice"].append("autotuned kernels fail here bare (multi-Config tuning needs a GPU): the switch "
                                 "(kwshim.activate(), kwshim run, pytest --kwshim) makes them decorate, launch and "
                                 "tune on the CPU")
+    report["grid"], error = run_probe("--grid")
+    if error:
+        report["grid"] = {"ok": False, "detail": f"the grid probe failed: {error}"}
     if not probes.get("bf16_arithmetic_works", {"ok": True})["ok"]:
         report["advice"].append("this interpreter computes bf16 on its raw bits: bf16 kernels store wrong values "
                                 "bare; a wrapped kernel (@kwsafe or the switch) computes bf16 and fp8 as the GPU "
@@ -167,6 +170,12 @@ def render(report):
             result = report["probes"].get(key)
             if result:
                 lines.append(f"  [{'ok' if result['ok'] else 'NO'}] {label}: {result['detail']}")
+    if report.get("grid"):
+        from ..settings import DEFAULT
+
+        lines.append("")
+        lines.append(f"grid        {DEFAULT.grid} under the switch (KWSHIM_GRID={os.environ.get('KWSHIM_GRID') or 'unset'}); "
+                     f"batching {'works' if report['grid']['ok'] else 'does NOT work'}: {report['grid']['detail']}")
     if report["advice"]:
         lines.append("")
         lines.extend(f"- {advice}" for advice in report["advice"])

@@ -177,5 +177,35 @@ def interpreter_mode():
             "triton": getattr(triton, "__version__", "unknown")}
 
 
+def batched_grid():
+    """Whether four programs of a row kernel run batched here under ``grid="check"`` with the loop's bits."""
+    import torch
+    import triton
+    import triton.language as tl
+
+    import kwshim
+    from kwshim.interpreter import grid
+
+    @triton.jit
+    def _rows(x_ptr, out_ptr):
+        offsets = tl.program_id(0) * 8 + tl.arange(0, 8)
+        tl.store(out_ptr + offsets, tl.sum(tl.load(x_ptr + offsets), axis=0) + offsets)
+
+    x, out = torch.arange(32, dtype=torch.float32), torch.zeros(32)
+    try:
+        with kwshim.activate(grid="check"):
+            _rows[(4,)](x, out)
+    except Exception as exc:
+        return {"ok": False, "detail": _error(exc)}
+    if not grid.batching_works():
+        return {"ok": False, "detail": "this interpreter has no module-wide builder (2.x): launches run Triton's loop"}
+    reason = grid.fallback_reasons().get(_rows.fn.__qualname__)
+    if reason is not None:
+        return {"ok": False, "detail": f"a row kernel fell back: {reason}"}
+    return {"ok": True, "detail": "a row kernel's programs ran together with the loop's bits"}
+
+
 if __name__ == "__main__":
-    json.dump(interpreter_mode() if "--mode" in sys.argv[1:] else probe(), sys.stdout)
+    arguments = sys.argv[1:]
+    json.dump(interpreter_mode() if "--mode" in arguments else batched_grid() if "--grid" in arguments else probe(),
+              sys.stdout)

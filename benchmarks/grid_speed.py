@@ -1,0 +1,88 @@
+"""Liger-Kernel's kernels under the switch, ``grid="sequential"`` against ``grid="batched"``, in one
+process, side by side, with the torch reference's time as the floor; each result is checked bit for
+bit against the sequential one, and the fallback reasons are listed.
+
+    make venv suites   # once: .suites/liger_kernel-0.8.5
+    TRITON_INTERPRET=1 PYTHONPATH=.triton/3.9.0:.suites/liger_kernel-0.8.5/src \\
+        .venv/bin/python benchmarks/grid_speed.py [--rows 256 2048] [--cols 1024]
+"""
+
+import argparse
+import os
+import time
+
+os.environ["TRITON_INTERPRET"] = "1"
+
+import torch  # noqa: E402
+
+import kwshim  # noqa: E402
+from kwshim.interpreter import grid as grid_module  # noqa: E402
+
+
+def _cases(rows, cols):
+    from liger_kernel.ops.cross_entropy import LigerCrossEntropyFunction
+    from liger_kernel.ops.layer_norm import LigerLayerNormFunction
+    from liger_kernel.ops.rms_norm import LigerRMSNormFunction
+    from liger_kernel.ops.softmax import LigerSoftmaxFunction
+    from liger_kernel.ops.swiglu import LigerSiLUMulFunction
+
+    torch.manual_seed(0)
+    x = torch.randn(rows, cols)
+    w, b = torch.randn(cols), torch.randn(cols)
+    gate, up = torch.randn(rows, cols), torch.randn(rows, cols)
+    target = torch.randint(0, cols, (rows,))
+
+    def rms_ref(x, w):
+        return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + 1e-6) * w
+
+    return [
+        ("rms_norm", lambda x, w: LigerRMSNormFunction.apply(x, w, 1e-6), rms_ref, (x, w)),
+        ("swiglu", LigerSiLUMulFunction.apply, lambda a, b: torch.nn.functional.silu(a) * b, (gate, up)),
+        ("cross_entropy", lambda x, t: LigerCrossEntropyFunction.apply(x, t, None)[0],
+         lambda x, t: torch.nn.functional.cross_entropy(x, t), (x, target)),
+        ("layer_norm", lambda x, w, b: LigerLayerNormFunction.apply(x, w, b, 1e-6),
+         lambda x, w, b: torch.nn.functional.layer_norm(x, (cols,), w, b, 1e-6), (x, w, b)),
+        ("softmax", LigerSoftmaxFunction.apply, lambda x: torch.softmax(x, -1), (x,)),
+    ]
+
+
+def _forward_backward(function, inputs):
+    """Seconds for forward and backward, and the outputs and gradients."""
+    leaves = [t.clone().requires_grad_(t.is_floating_point()) for t in inputs]
+    start = time.perf_counter()
+    out = function(*leaves)
+    out.sum().backward() if out.dim() else out.backward()
+    seconds = time.perf_counter() - start
+    return seconds, [out.detach()] + [leaf.grad for leaf in leaves if leaf.grad is not None]
+
+
+def _same_bits(a, b):
+    return all(torch.equal(x.reshape(-1).view(torch.uint8), y.reshape(-1).view(torch.uint8)) for x, y in zip(a, b))
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rows", type=int, nargs="+", default=[256, 2048])
+    parser.add_argument("--cols", type=int, default=1024)
+    arguments = parser.parse_args()
+    print(f"{'kernel (fwd+bwd)':<16}{'rows':>6}{'sequential':>12}{'batched':>10}{'speed-up':>10}{'torch':>9}"
+          f"{'batched/torch':>15}  same bits")
+    for rows in arguments.rows:
+        for name, function, reference, inputs in _cases(rows, arguments.cols):
+            with kwshim.activate(grid="batched"):
+                _forward_backward(function, inputs)  # warm: kernels made, autotuned, cached
+                batched, batched_out = _forward_backward(function, inputs)
+            with kwshim.activate(grid="sequential"):
+                sequential, sequential_out = _forward_backward(function, inputs)
+            floor, _ = _forward_backward(reference, inputs)
+            same = "yes" if _same_bits(sequential_out, batched_out) else "NO"
+            print(f"{name:<16}{rows:>6}{sequential * 1e3:>10.0f}ms{batched * 1e3:>8.0f}ms{sequential / batched:>9.1f}x"
+                  f"{floor * 1e3:>7.1f}ms{batched / floor:>14.1f}x  {same}")
+    reasons = grid_module.fallback_reasons()
+    print(f"\nkernels that fell back to the loop: {len(reasons)}")
+    for kernel, reason in sorted(reasons.items()):
+        print(f"  {kernel}: {reason}")
+
+
+if __name__ == "__main__":
+    main()
