@@ -9,8 +9,8 @@ from .doors.decorator import kwsafe
 from .doors.retrofit import kwsafe_module
 from .doors.switch import activate
 from .errors import (AutotuneSideEffectError, ConfigDivergenceError, GridDivergenceError, LaunchArgumentError,
-                     LaunchOptionError, MissingNumericsDependencyError, PlacementError, TritonNotFoundError, UncompilableError,
-                     UnknownLaunchKeywordError, UnsupportedSignatureError, UnsupportedTritonError)
+                     LaunchOptionError, MissingNumericsDependencyError, PlacementError, TritonNotFoundError,
+                     UncompilableError, UnknownLaunchKeywordError, UnsupportedSignatureError, UnsupportedTritonError)
 from .launch.kernel import KwsafeKernel
 from .launch.options import get_target, set_target
 from .settings import Settings

@@ -12,6 +12,7 @@ from kwshim.interpreter import grid as grid_module
 
 from .kernels import needs_block_loads
 
+
 def _batching():
     import triton.runtime.interpreter as interpreter
 

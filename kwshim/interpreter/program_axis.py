@@ -330,8 +330,6 @@ def tensor_entries():
 
 @functools.lru_cache(maxsize=None)
 def _tensor_attributes(tensor):
-    import triton.language as tl
-
     def as_bool(self):
         data = self.handle.data
         if data.ndim > 1:  # a block is true in the interpreter (one element: its value)

@@ -174,7 +174,8 @@ def render(report):
         from ..settings import DEFAULT
 
         lines.append("")
-        lines.append(f"grid        {DEFAULT.grid} under the switch (KWSHIM_GRID={os.environ.get('KWSHIM_GRID') or 'unset'}); "
+        variable = os.environ.get("KWSHIM_GRID") or "unset"
+        lines.append(f"grid        {DEFAULT.grid} under the switch (KWSHIM_GRID={variable}); "
                      f"batching {'works' if report['grid']['ok'] else 'does NOT work'}: {report['grid']['detail']}")
     if report["advice"]:
         lines.append("")

@@ -179,11 +179,14 @@ def interpreter_mode():
 
 def batched_grid():
     """Whether four programs of a row kernel run batched here under ``grid="check"`` with the loop's bits."""
+    os.environ["TRITON_INTERPRET"] = "1"
     import torch
     import triton
     import triton.language as tl
 
     import kwshim
+
+    globals()["tl"] = tl  # the interpreter looks up triton.language in the kernels' module globals
     from kwshim.interpreter import grid
 
     @triton.jit
