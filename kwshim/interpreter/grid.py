@@ -152,7 +152,7 @@ def _run(fn, args, grid):
     while first < total:
         count = min(chunk, total - first)
         try:
-            log, largest = _batch(fn, args, grid, first, count)
+            log = _batch(fn, args, grid, first, count)
             reason = log.conflict()
         except Exception as exc:  # anything a batch cannot do, the loop does (or raises as Triton raises)
             from .program_axis import Fallback
@@ -162,24 +162,25 @@ def _run(fn, args, grid):
             with _FALLBACK_LOCK:
                 _FALLBACKS[fn] = reason
             return _sequential(fn, args, grid, first)
-        log.commit()
+        log.commit(_native_store)
         first += count
-        per_program = max(1, largest // count)
+        per_program = max(1, log.largest() // count)
         chunk = max(1, min(_MOST_PROGRAMS, _CHUNK_ELEMENTS // per_program))
     return None
 
 
 def _batch(fn, args, grid, first, count):
     """Run the programs ``first .. first + count - 1`` together; their stores are deferred in the
-    returned ``StoreLog``, with the largest block it loaded or stored (elements)."""
+    returned ``StoreLog``."""
     from ..patching import Patch
     from . import program_axis
+    from .store_log import StoreLog
 
     builder = _builder()
     numbers = np.arange(first, first + count)
     x, rest = np.divmod(numbers, grid[1] * grid[2])
     y, z = np.divmod(rest, grid[2])
-    log = program_axis.StoreLog()
+    log = StoreLog(count)
     batch = _Batch(tuple(axis.astype(np.int32) for axis in (x, y, z)), log)
     with Patch() as patch:
         patch.setattr(builder, "__class__", program_axis.batched_builder_class(type(builder)))
@@ -187,8 +188,12 @@ def _batch(fn, args, grid, first, count):
         for owner, name, value in program_axis.reduce_scan_entries() + program_axis.tensor_entries():
             patch.set(owner, name, value)
         fn(**args)
-    sizes = [addresses.size for addresses, _, _ in log.loads] + [s[2].size for s in log.stores]
-    return log, max(sizes, default=count)
+    return log
+
+
+def _native_store(addresses, values):
+    """The interpreter's own store loop, element by element in array order (the last write wins)."""
+    sys.modules[_INTERPRETER]._interpreter.store(addresses, values, np.ones(addresses.shape, dtype=bool))
 
 
 class _Batch:

@@ -11,10 +11,10 @@ tensor (Python control flow).
 
 The sequential loop is the reference, bit for bit, so a batch never guesses:
 
-- stores are deferred (``StoreLog``) and written in program order when the batch ends; a load of an
-  address that an earlier program, or the same program earlier, stores to, or two store statements
-  writing one address, makes the batch fall back: the programs run one by one from the state
-  before the batch, whose writes were never made;
+- stores are deferred (``store_log``) and written in the loop's order when the batch ends; a load
+  of an address that an earlier program, or the same program earlier, stores to makes the batch
+  fall back: the programs run one by one from the state before the batch, whose writes were never
+  made; loads of many elements are one NumPy gather (``memory``), the same bytes as the native loop;
 - what a batch cannot run as the loop would raises ``Fallback`` with the reason: a Python ``if``,
   ``while`` or ``range`` on a value that differs between programs, atomics, ``device_print``, a
   failing ``device_assert``, inline assembly, block pointers and tensor descriptors, ``tl.histogram``,
@@ -27,7 +27,12 @@ import sys
 
 import numpy as np
 
-__all__ = ["Fallback", "StoreLog", "batched_builder_class", "reduce_scan_entries", "tensor_entries"]
+from . import memory
+
+__all__ = ["Fallback", "batched_builder_class", "reduce_scan_entries", "tensor_entries"]
+
+#: A load of at least this many elements is one NumPy gather (``memory``), not the native loop.
+_GATHER_FROM = 256
 
 _INTERPRETER = "triton.runtime.interpreter"
 
@@ -38,75 +43,6 @@ class Fallback(Exception):
     def __init__(self, reason):
         super().__init__(reason)
         self.reason = reason
-
-
-class StoreLog:
-    """The stores and loads of one batch: stores are written at ``commit``, in program order; loads
-    are checked against them (``conflict``)."""
-
-    def __init__(self):
-        self.stores = []  # (builder method, handles, addresses, programs, step)
-        self.loads = []  # (addresses, programs, step)
-        self.step = 0
-
-    def load(self, addresses, programs):
-        self.step += 1
-        self.loads.append((addresses, programs, self.step))
-
-    def store(self, write, handles, addresses, programs):
-        self.step += 1
-        self.stores.append((write, handles, addresses, programs, self.step))
-
-    def conflict(self):
-        """Why the deferred stores would differ from the loop's, or None: two store statements
-        writing one address, or a load of an address that an earlier program (or the same program,
-        earlier) stores to. Addresses are the elements' first bytes; two records whose address
-        ranges are apart are not compared further."""
-        stores = [(addresses, programs, step, _span(addresses)) for _, _, addresses, programs, step in self.stores]
-        for i, (addresses, _, _, span) in enumerate(stores):
-            for other, _, _, other_span in stores[:i]:
-                if _overlap(span, other_span) and np.intersect1d(addresses, other).size:
-                    return "two store statements write one address"
-        for addresses, programs, step in self.loads:
-            span = _span(addresses)
-            for s_addresses, s_programs, s_step, s_span in stores:
-                if not _overlap(span, s_span):
-                    continue
-                loaded, last_loader = _per_address(addresses, programs, np.max)
-                stored, first_storer = _per_address(s_addresses, s_programs, np.min)
-                _, at_load, at_store = np.intersect1d(loaded, stored, assume_unique=True, return_indices=True)
-                first, last = first_storer[at_store], last_loader[at_load]
-                if ((first < last) | ((first == last) & (s_step < step))).any():
-                    return "a program reads what another program (or itself, earlier) wrote in the launch"
-        return None
-
-    def commit(self):
-        """Write the deferred stores: statement by statement, each in program order (the last program wins)."""
-        for write, handles, _, _, _ in self.stores:
-            write(*handles)
-
-
-def _span(addresses):
-    return (addresses.min(), addresses.max()) if addresses.size else None
-
-
-def _overlap(span, other):
-    return span is not None and other is not None and span[0] <= other[1] and other[0] <= span[1]
-
-
-def _per_address(addresses, programs, extreme):
-    """The distinct addresses, and for each the ``extreme`` (np.min, np.max) of the programs at it."""
-    order = np.lexsort((programs, addresses))
-    addresses, programs = addresses[order], programs[order]
-    starts = np.flatnonzero(np.r_[True, addresses[1:] != addresses[:-1]])
-    if extreme is np.min:
-        return addresses[starts], programs[starts]
-    return addresses[starts], programs[np.r_[starts[1:], addresses.size] - 1]
-
-
-def _programs_of(data):
-    """The program (counted in the batch) of every element of ``data``, whose first axis is the programs'."""
-    return np.broadcast_to(np.arange(data.shape[0]).reshape((-1,) + (1,) * (data.ndim - 1)), data.shape)
 
 
 def _common(*arrays):
@@ -176,23 +112,35 @@ def batched_builder_class(base):
             return handle(np.stack([lhs_data, rhs_data], axis=-1), lhs)
 
         def create_masked_load(self, ptrs, mask, other, *args, **kwargs):
-            batch = self.kwshim_batch
             if other is None:
                 ptr_data, mask_data = _common(ptrs.data, mask.data)
             else:
                 ptr_data, mask_data, other_data = _common(ptrs.data, mask.data, other.data)
-                other = TensorHandle(other_data, other.dtype.scalar)
-            batch.log.load(ptr_data[mask_data], _programs_of(ptr_data)[mask_data])
-            return base.create_masked_load(self, TensorHandle(ptr_data, ptrs.dtype.scalar),
-                                           TensorHandle(mask_data, mask.dtype.scalar), other, *args, **kwargs)
+            every = mask_data.all()
+            addresses = ptr_data.reshape(-1) if every else ptr_data[mask_data]
+            self.kwshim_batch.log.load(addresses, mask_data)
+            element = ptrs.get_element_ty()
+            numpy_type = np.dtype(interpreter._get_np_dtype(element))
+            loaded = memory.gather(addresses, numpy_type) if addresses.size >= _GATHER_FROM and \
+                numpy_type.kind != "b" else None
+            if loaded is None:  # the native loop
+                other = None if other is None else TensorHandle(other_data, other.dtype.scalar)
+                return base.create_masked_load(self, TensorHandle(ptr_data, ptrs.dtype.scalar),
+                                               TensorHandle(mask_data, mask.dtype.scalar), other, *args, **kwargs)
+            if every:
+                return TensorHandle(loaded.reshape(ptr_data.shape), element)
+            data = np.zeros(ptr_data.shape, numpy_type) if other is None else other_data.astype(numpy_type)
+            data[mask_data] = loaded
+            return TensorHandle(data, element)
 
         def create_masked_store(self, ptrs, value, mask, *args, **kwargs):
-            batch = self.kwshim_batch
             ptr_data, value_data, mask_data = _common(ptrs.data, value.data, mask.data)
-            handles = (self, TensorHandle(ptr_data, ptrs.dtype.scalar), TensorHandle(value_data, value.dtype.scalar),
-                       TensorHandle(mask_data, mask.dtype.scalar), *args)
-            batch.log.store(functools.partial(base.create_masked_store, **kwargs), handles, ptr_data[mask_data],
-                            _programs_of(ptr_data)[mask_data])
+            if mask_data.all():
+                addresses, values = ptr_data.reshape(-1), value_data.reshape(-1)
+            else:
+                addresses, values = ptr_data[mask_data], value_data[mask_data]
+            values = np.ascontiguousarray(values)  # its bits, as the native store takes them
+            self.kwshim_batch.log.store(addresses, values.view(f"uint{values.dtype.itemsize * 8}"), mask_data)
 
         def create_assert(self, condition, *args, **kwargs):
             if not np.all(condition.data):

@@ -1,0 +1,55 @@
+"""Reading and writing the process's memory at many addresses with NumPy: what the interpreter's
+native ``load`` and ``store`` do element by element, as one gather or scatter over a view of the
+address span.
+
+The interpreter's pointers are raw addresses of CPU memory (torch storages). A view of the span
+from the lowest to the highest address touches no memory itself; only the addresses given are
+read or written, exactly as the native loop reads and writes them: the same bytes. Where the
+addresses are not whole elements apart, or a scatter writes one address twice (whose order a
+NumPy scatter does not promise), the caller uses the native loop.
+"""
+
+import ctypes
+
+import numpy as np
+
+__all__ = ["gather", "scatter"]
+
+
+def _view(addresses, dtype):
+    """(a NumPy array of ``dtype`` over the span of ``addresses``, each address's index in it), or None."""
+    addresses = addresses.view(np.int64) if addresses.dtype == np.uint64 else addresses.astype(np.int64)
+    low, high = int(addresses.min()), int(addresses.max())
+    offsets = addresses - low
+    size = dtype.itemsize
+    shift = size.bit_length() - 1
+    if size != 1 << shift or (size > 1 and (offsets & (size - 1)).any()):
+        return None
+    span = (ctypes.c_char * (high - low + size)).from_address(low)
+    return np.frombuffer(span, dtype=dtype), offsets >> shift if shift else offsets
+
+
+def gather(addresses, dtype):
+    """The values of ``dtype`` at ``addresses`` (a 1-D array of them), or None where no view serves."""
+    if not addresses.size:
+        return np.empty(0, dtype)
+    found = _view(addresses, dtype)
+    if found is None:
+        return None
+    memory, indices = found
+    return memory[indices]
+
+
+def scatter(addresses, values):
+    """Write ``values`` at ``addresses``; False (nothing written) where no view serves: misaligned,
+    or an address twice."""
+    if not addresses.size:
+        return True
+    found = _view(addresses, values.dtype)
+    if found is None:
+        return False
+    memory, indices = found
+    if indices.size > 1 and not (indices[1:] > indices[:-1]).all() and np.unique(indices).size != indices.size:
+        return False
+    memory[indices] = values
+    return True

@@ -1,0 +1,119 @@
+"""The loads and deferred stores of one batch of programs, and the rules that keep them the loop's.
+
+Triton's loop runs program 0 to the end, then program 1, ...: a program sees every write of the
+programs before it, and its own earlier writes. A batch runs the programs side by side, so its
+stores wait here (``store``) and are written when the batch ends (``commit``), in the loop's
+order: by program, then by the order the program made them. That is exact for the stores. A load
+is exact when it reads nothing written in the batch before it, in that order (``conflict``); where
+one does, the batch is not committed and the loop runs its programs instead.
+
+Each record is an executed ``tl.load`` or ``tl.store`` of every program in the batch: the
+addresses of its unmasked elements (programs first, in C order, so the programs are
+non-decreasing), for a store its values' bits, and its step, the count of records before it.
+"""
+
+import numpy as np
+
+from . import memory
+
+__all__ = ["StoreLog"]
+
+
+class _Record:
+    """``every``: the addresses had no program axis (size 1): every program of the batch moved them."""
+
+    __slots__ = ("addresses", "values", "mask", "step", "every")
+
+    def __init__(self, addresses, values, mask, step, programs):
+        self.addresses, self.values, self.mask, self.step = addresses, values, mask, step
+        self.every = programs if mask.shape[0] == 1 and programs > 1 else 0
+
+    def programs(self, first):
+        """The program of each address: the first (or, ``first`` False, the last) that moved it."""
+        if self.every:
+            return np.full(self.addresses.size, 0 if first else self.every - 1)
+        mask = self.mask
+        counts = mask.reshape(mask.shape[0], -1).sum(axis=1) if mask.ndim > 1 else mask.astype(np.intp)
+        return np.repeat(np.arange(counts.size), counts)
+
+    def span(self):
+        addresses = self.addresses
+        return (addresses.min(), addresses.max()) if addresses.size else None
+
+
+class StoreLog:
+    """The records of one batch: loads to check, stores to write."""
+
+    def __init__(self, programs):
+        self.programs = programs  # in the batch
+        self.loads, self.stores = [], []
+        self._ordered = False  # two stores reach one address: commit orders every element
+
+    def load(self, addresses, mask):
+        self.loads.append(_Record(addresses, None, mask, len(self.loads) + len(self.stores), self.programs))
+
+    def store(self, addresses, values, mask):
+        self.stores.append(_Record(addresses, values, mask, len(self.loads) + len(self.stores), self.programs))
+
+    def largest(self):
+        """The most elements one record moved (the chunk size follows it)."""
+        return max((record.addresses.size for record in self.loads + self.stores), default=0)
+
+    def conflict(self):
+        """Why committing would not leave the loop's bits, or None."""
+        spans = [record.span() for record in self.stores]
+        for i, record in enumerate(self.stores):
+            for other, other_span in zip(self.stores[:i], spans[:i]):
+                if _apart(spans[i], other_span) or not np.intersect1d(record.addresses, other.addresses).size:
+                    continue
+                if record.values.dtype.itemsize != other.values.dtype.itemsize:
+                    return "stores of two element sizes reach one address"
+                self._ordered = True
+        for load in self.loads:
+            load_span = load.span()
+            for store, span in zip(self.stores, spans):
+                if _apart(load_span, span):
+                    continue
+                loaded, last_loader = _per_address(load.addresses, load.programs(first=False), last=True)
+                stored, first_storer = _per_address(store.addresses, store.programs(first=True), last=False)
+                _, at_load, at_store = np.intersect1d(loaded, stored, assume_unique=True, return_indices=True)
+                first, last = first_storer[at_store], last_loader[at_load]
+                if ((first < last) | ((first == last) & (store.step < load.step))).any():
+                    return "a program reads what another program (or itself, earlier) wrote in the launch"
+        return None
+
+    def commit(self, native_store):
+        """Write the stores as the loop would have: ``native_store(addresses, values)`` writes in
+        array order (the interpreter's own loop), where a NumPy scatter cannot."""
+        if not self._ordered:
+            for record in self.stores:
+                if not memory.scatter(record.addresses, record.values):
+                    native_store(record.addresses, record.values)
+            return
+        records = [record for record in self.stores if record.addresses.size]
+        if not records:
+            return
+        programs = np.concatenate([record.programs(first=False) for record in records])
+        steps = np.concatenate([np.full(record.addresses.size, record.step) for record in records])
+        order = np.lexsort((steps, programs))  # by program, then step; stable within a record
+        addresses = np.concatenate([record.addresses for record in records])[order]
+        values = np.concatenate([record.values.view(_bits(record.values)) for record in records])[order]
+        native_store(addresses, values)
+
+
+def _bits(values):
+    return np.dtype(f"uint{values.dtype.itemsize * 8}")
+
+
+def _apart(span, other):
+    return span is None or other is None or span[1] < other[0] or other[1] < span[0]
+
+
+def _per_address(addresses, programs, last):
+    """The distinct addresses, and for each the last (or first) program at it."""
+    order = np.lexsort((programs, addresses))
+    addresses, programs = addresses[order], programs[order]
+    starts = np.flatnonzero(np.r_[True, addresses[1:] != addresses[:-1]])
+    if not last:
+        return addresses[starts], programs[starts]
+    return addresses[starts], programs[np.r_[starts[1:], addresses.size] - 1]
