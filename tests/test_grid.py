@@ -118,6 +118,21 @@ def test_stores_of_several_statements_to_one_address_are_written_in_the_loop_s_o
     assert _reason(two_statements) is None
 
 
+@triton.jit
+def double_rows(x_ptr, N: tl.constexpr):
+    offsets = tl.program_id(0) * N + tl.arange(0, N)
+    tl.store(x_ptr + offsets, tl.load(x_ptr + offsets) * 2 + 1)  # each program its own row, in place
+
+
+@batching
+@needs_block_loads
+def test_a_program_updating_its_own_row_in_place_runs_batched():
+    looped, batched = _both(double_rows, (300,), lambda: (torch.arange(300 * 512, dtype=torch.float32),), N=512)
+    _same_bits(looped, batched)
+    assert batched[0][:3].tolist() == [1.0, 3.0, 5.0]
+    assert _reason(double_rows) is None
+
+
 @batching
 def test_stores_to_one_address_leave_the_last_program_s_value():
     looped, batched = _both(last_writer, (5, 7), lambda: (torch.zeros(1, dtype=torch.int32),))
@@ -144,6 +159,11 @@ def chained(out_ptr):
     pid = tl.program_id(0)  # each program reads what the one before it wrote
     previous = tl.load(out_ptr + pid)
     tl.store(out_ptr + pid + 1, previous + 1)
+
+
+@triton.jit
+def counter(count_ptr):
+    tl.store(count_ptr, tl.load(count_ptr) + 1)  # every program reads what the one before it wrote
 
 
 @triton.jit
@@ -178,6 +198,7 @@ def transposed(x_ptr, out_ptr):
     (early_return, (8,), lambda: (torch.zeros(8, dtype=torch.int32),), (5,), "Python control flow"),
     (persistent, (3,), lambda: (torch.zeros(10, dtype=torch.int32),), (10, 3), "Python control flow"),
     (chained, (6,), lambda: (torch.zeros(7, dtype=torch.int32),), (), "a program reads what another program"),
+    (counter, (9,), lambda: (torch.zeros(1, dtype=torch.int32),), (), "a program reads what another program"),
     (split_k, (4,), lambda: (torch.arange(64, dtype=torch.float32) / 7, torch.zeros(1)), (16,), "an atomic"),
     (spin_lock, (5,), lambda: (torch.zeros(1, dtype=torch.int32), torch.zeros(1, dtype=torch.int32)), (),
      "an atomic"),

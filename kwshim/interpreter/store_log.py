@@ -22,11 +22,19 @@ __all__ = ["StoreLog"]
 class _Record:
     """``every``: the addresses had no program axis (size 1): every program of the batch moved them."""
 
-    __slots__ = ("addresses", "values", "mask", "step", "every")
+    __slots__ = ("addresses", "values", "mask", "step", "every", "_increasing")
 
     def __init__(self, addresses, values, mask, step, programs):
         self.addresses, self.values, self.mask, self.step = addresses, values, mask, step
         self.every = programs if mask.shape[0] == 1 and programs > 1 else 0
+        self._increasing = None
+
+    def increasing(self):
+        """Whether the addresses rise strictly (each once: row-major blocks, one program's after another's)."""
+        if self._increasing is None:
+            addresses = self.addresses
+            self._increasing = bool(addresses.size < 2 or (addresses[1:] > addresses[:-1]).all())
+        return self._increasing
 
     def programs(self, first):
         """The program of each address: the first (or, ``first`` False, the last) that moved it."""
@@ -74,10 +82,7 @@ class StoreLog:
             for store, span in zip(self.stores, spans):
                 if _apart(load_span, span):
                     continue
-                loaded, last_loader = _per_address(load.addresses, load.programs(first=False), last=True)
-                stored, first_storer = _per_address(store.addresses, store.programs(first=True), last=False)
-                _, at_load, at_store = np.intersect1d(loaded, stored, assume_unique=True, return_indices=True)
-                first, last = first_storer[at_store], last_loader[at_load]
+                first, last = _storers_and_loaders(store, load)
                 if ((first < last) | ((first == last) & (store.step < load.step))).any():
                     return "a program reads what another program (or itself, earlier) wrote in the launch"
         return None
@@ -107,6 +112,21 @@ def _bits(values):
 
 def _apart(span, other):
     return span is None or other is None or span[1] < other[0] or other[1] < span[0]
+
+
+def _storers_and_loaders(store, load):
+    """For each address both records reach: the first program that stores it, the last that loads it."""
+    if store.increasing() and load.increasing():  # each address once in each: match them by search
+        stored, loaded = store.addresses, load.addresses
+        if stored.size == loaded.size and np.array_equal(stored, loaded):  # an in-place update
+            return store.programs(first=True), load.programs(first=False)
+        at = np.minimum(np.searchsorted(stored, loaded), stored.size - 1)
+        hit = stored[at] == loaded
+        return store.programs(first=True)[at[hit]], load.programs(first=False)[hit]
+    loaded, last_loader = _per_address(load.addresses, load.programs(first=False), last=True)
+    stored, first_storer = _per_address(store.addresses, store.programs(first=True), last=False)
+    _, at_load, at_store = np.intersect1d(loaded, stored, assume_unique=True, return_indices=True)
+    return first_storer[at_store], last_loader[at_load]
 
 
 def _per_address(addresses, programs, last):
