@@ -134,6 +134,23 @@ def test_a_program_updating_its_own_row_in_place_runs_batched():
 
 
 @batching
+@needs_block_loads
+def test_float_atomics_whose_result_is_unused_add_in_the_loop_s_order():
+    """Split-K: each program adds its partial sum into one fp32 (and, per lane, into a block); fp32
+    addition is not associative, so only the loop's order gives the loop's bits."""
+    values = torch.zeros(64)
+    values[::16] = torch.tensor([1e8, 1.0, -1e8, 3.0])  # the partial sums, program by program
+
+    def make():
+        return values.clone(), torch.zeros(1)
+
+    looped, batched = _both(split_k, (4,), make, N=16)
+    _same_bits(looped, batched)
+    assert batched[1].item() == 3.0  # ((1e8 + 1) - 1e8) + 3: in another order, 4.0 or 0.0
+    assert _reason(split_k) is None
+
+
+@batching
 def test_stores_to_one_address_leave_the_last_program_s_value():
     looped, batched = _both(last_writer, (5, 7), lambda: (torch.zeros(1, dtype=torch.int32),))
     assert looped[0].item() == batched[0].item() == 46  # program (4, 6), the loop's last
@@ -173,6 +190,11 @@ def split_k(a_ptr, out_ptr, N: tl.constexpr):
 
 
 @triton.jit
+def ticket(counter_ptr, out_ptr):
+    tl.store(out_ptr + tl.program_id(0), tl.atomic_add(counter_ptr, 1))
+
+
+@triton.jit
 def spin_lock(lock_ptr, count_ptr):
     while tl.atomic_cas(lock_ptr, 0, 1) == 1:
         pass
@@ -199,9 +221,10 @@ def transposed(x_ptr, out_ptr):
     (persistent, (3,), lambda: (torch.zeros(10, dtype=torch.int32),), (10, 3), "Python control flow"),
     (chained, (6,), lambda: (torch.zeros(7, dtype=torch.int32),), (), "a program reads what another program"),
     (counter, (9,), lambda: (torch.zeros(1, dtype=torch.int32),), (), "a program reads what another program"),
-    (split_k, (4,), lambda: (torch.arange(64, dtype=torch.float32) / 7, torch.zeros(1)), (16,), "an atomic"),
     (spin_lock, (5,), lambda: (torch.zeros(1, dtype=torch.int32), torch.zeros(1, dtype=torch.int32)), (),
-     "an atomic"),
+     "an atomic compare-and-swap"),
+    (ticket, (6,), lambda: (torch.zeros(1, dtype=torch.int32), torch.zeros(6, dtype=torch.int32)), (),
+     "the value an atomic returned is used"),
     (prints, (3,), lambda: (torch.zeros(3, dtype=torch.int32),), (), "device_print"),
     (transposed, (2,), lambda: (torch.arange(16.0), torch.zeros(32)), (), "tensor.T"),
 ])

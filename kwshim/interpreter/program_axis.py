@@ -15,8 +15,12 @@ The sequential loop is the reference, bit for bit, so a batch never guesses:
   of an address that an earlier program, or the same program earlier, stores to makes the batch
   fall back: the programs run one by one from the state before the batch, whose writes were never
   made; loads of many elements are one NumPy gather (``memory``), the same bytes as the native loop;
+- an atomic read-modify-write is applied at the end too, by the interpreter's own atomic in the
+  loop's order (float sums round as the loop's do), where the kernel does not use the value it
+  returns;
 - what a batch cannot run as the loop would raises ``Fallback`` with the reason: a Python ``if``,
-  ``while`` or ``range`` on a value that differs between programs, atomics, ``device_print``, a
+  ``while`` or ``range`` on a value that differs between programs, the value an atomic returned,
+  compare-and-swap and the other atomics, ``device_print``, a
   failing ``device_assert``, inline assembly, block pointers and tensor descriptors, ``tl.histogram``,
   ``tl.gather``, ``tensor.T`` (whose interpreter form differs by release), a reduction or scan with
   a combine function of the kernel's own.
@@ -142,11 +146,35 @@ def batched_builder_class(base):
             values = np.ascontiguousarray(values)  # its bits, as the native store takes them
             self.kwshim_batch.log.store(addresses, values.view(f"uint{values.dtype.itemsize * 8}"), mask_data)
 
+        def create_atomic_rmw(self, rmwOp, ptr, val, mask, sem, scope):
+            ptr_data, val_data, mask_data = _common(ptr.data, val.data, mask.data)
+            element, pointer = val.dtype.scalar, ptr.dtype.scalar
+            builder = self
+
+            def apply(addresses, values):  # the interpreter's own atomic, element by element in array order
+                everywhere = TensorHandle(np.ones(addresses.shape, dtype=bool), interpreter.tl.int1)
+                base.create_atomic_rmw(builder, rmwOp, TensorHandle(addresses, pointer), TensorHandle(values, element),
+                                       everywhere, sem, scope)
+
+            values = val_data[mask_data]
+            self.kwshim_batch.log.atomic(ptr_data[mask_data], values, mask_data, apply, (str(rmwOp), values.dtype.str))
+            return UnusedResult(element)
+
         def create_assert(self, condition, *args, **kwargs):
             if not np.all(condition.data):
                 raise Fallback("a device_assert fails")
 
-    for name, reason in (("create_atomic_rmw", "an atomic"), ("create_atomic_cas", "an atomic"),
+    class UnusedResult(TensorHandle):
+        """What an atomic returns in a batch: the old values, which only the loop can give."""
+
+        def __init__(self, dtype):
+            self.dtype = dtype
+
+        @property
+        def data(self):
+            raise Fallback("the value an atomic returned is used")
+
+    for name, reason in (("create_atomic_cas", "an atomic compare-and-swap"),
                          ("create_atomic_load", "an atomic"), ("create_atomic_store", "an atomic"),
                          ("create_atomic_poll", "an atomic"), ("create_print", "device_print"),
                          ("create_inline_asm", "inline assembly"), ("create_histogram", "tl.histogram"),

@@ -22,12 +22,13 @@ __all__ = ["StoreLog"]
 class _Record:
     """``every``: the addresses had no program axis (size 1): every program of the batch moved them."""
 
-    __slots__ = ("addresses", "values", "mask", "step", "every", "_increasing")
+    __slots__ = ("addresses", "values", "mask", "step", "every", "_increasing", "apply", "kind")
 
-    def __init__(self, addresses, values, mask, step, programs):
+    def __init__(self, addresses, values, mask, step, programs, apply=None, kind=None):
         self.addresses, self.values, self.mask, self.step = addresses, values, mask, step
         self.every = programs if mask.shape[0] == 1 and programs > 1 else 0
         self._increasing = None
+        self.apply, self.kind = apply, kind  # an atomic's: ``apply(addresses, values)`` in array order
 
     def increasing(self):
         """Whether the addresses rise strictly (each once: row-major blocks, one program's after another's)."""
@@ -54,21 +55,32 @@ class StoreLog:
 
     def __init__(self, programs):
         self.programs = programs  # in the batch
-        self.loads, self.stores = [], []
+        self.loads, self.stores, self.atomics = [], [], []
         self._ordered = False  # two stores reach one address: commit orders every element
 
+    def _step(self):
+        return len(self.loads) + len(self.stores) + len(self.atomics)
+
     def load(self, addresses, mask):
-        self.loads.append(_Record(addresses, None, mask, len(self.loads) + len(self.stores), self.programs))
+        self.loads.append(_Record(addresses, None, mask, self._step(), self.programs))
 
     def store(self, addresses, values, mask):
-        self.stores.append(_Record(addresses, values, mask, len(self.loads) + len(self.stores), self.programs))
+        self.stores.append(_Record(addresses, values, mask, self._step(), self.programs))
+
+    def atomic(self, addresses, values, mask, apply, kind):
+        """An atomic read-modify-write whose returned value the kernel does not use: applied at
+        ``commit`` by ``apply`` (the interpreter's own), in the loop's order."""
+        self.atomics.append(_Record(addresses, values, mask, self._step(), self.programs, apply, kind))
 
     def largest(self):
         """The most elements one record moved (the chunk size follows it)."""
-        return max((record.addresses.size for record in self.loads + self.stores), default=0)
+        return max((record.addresses.size for record in self.loads + self.stores + self.atomics), default=0)
 
     def conflict(self):
         """Why committing would not leave the loop's bits, or None."""
+        reason = self._atomics_conflict()
+        if reason is not None:
+            return reason
         spans = [record.span() for record in self.stores]
         for i, record in enumerate(self.stores):
             for other, other_span in zip(self.stores[:i], spans[:i]):
@@ -77,9 +89,11 @@ class StoreLog:
                 if record.values.dtype.itemsize != other.values.dtype.itemsize:
                     return "stores of two element sizes reach one address"
                 self._ordered = True
+        writes = self.stores + self.atomics
+        spans += [record.span() for record in self.atomics]
         for load in self.loads:
             load_span = load.span()
-            for store, span in zip(self.stores, spans):
+            for store, span in zip(writes, spans):
                 if _apart(load_span, span):
                     continue
                 first, last = _storers_and_loaders(store, load)
@@ -87,27 +101,45 @@ class StoreLog:
                     return "a program reads what another program (or itself, earlier) wrote in the launch"
         return None
 
+    def _atomics_conflict(self):
+        """Atomics of two kinds (operation, type), or an atomic and a store, that reach one address."""
+        atomics = self.atomics
+        for i, record in enumerate(atomics):
+            others = [a for a in atomics[:i] if a.kind != record.kind] + self.stores
+            for other in others:
+                if not _apart(record.span(), other.span()) and np.intersect1d(record.addresses, other.addresses).size:
+                    return "an atomic and a store (or another kind of atomic) reach one address"
+        return None
+
     def commit(self, native_store):
-        """Write the stores as the loop would have: ``native_store(addresses, values)`` writes in
-        array order (the interpreter's own loop), where a NumPy scatter cannot."""
+        """Write the stores as the loop would have (``native_store(addresses, values)`` writes in
+        array order: the interpreter's own loop, where a NumPy scatter cannot), then apply the
+        atomics of each kind in the loop's order."""
+        self._commit_stores(native_store)
+        kinds = {}
+        for record in self.atomics:
+            kinds.setdefault(record.kind, []).append(record)
+        for records in kinds.values():
+            addresses, values = _in_loop_order(records)
+            records[0].apply(addresses, values)
+
+    def _commit_stores(self, native_store):
         if not self._ordered:
             for record in self.stores:
                 if not memory.scatter(record.addresses, record.values):
                     native_store(record.addresses, record.values)
             return
-        records = [record for record in self.stores if record.addresses.size]
-        if not records:
-            return
-        programs = np.concatenate([record.programs(first=False) for record in records])
-        steps = np.concatenate([np.full(record.addresses.size, record.step) for record in records])
-        order = np.lexsort((steps, programs))  # by program, then step; stable within a record
-        addresses = np.concatenate([record.addresses for record in records])[order]
-        values = np.concatenate([record.values.view(_bits(record.values)) for record in records])[order]
-        native_store(addresses, values)
+        native_store(*_in_loop_order(self.stores))
 
 
-def _bits(values):
-    return np.dtype(f"uint{values.dtype.itemsize * 8}")
+def _in_loop_order(records):
+    """The addresses and values of ``records`` (one element size) by program, then step."""
+    records = [record for record in records if record.addresses.size] or records[:1]
+    programs = np.concatenate([record.programs(first=False) for record in records])
+    steps = np.concatenate([np.full(record.addresses.size, record.step) for record in records])
+    order = np.lexsort((steps, programs))  # stable: within a record, the native loop's order
+    return (np.concatenate([record.addresses for record in records])[order],
+            np.concatenate([record.values for record in records])[order])
 
 
 def _apart(span, other):
