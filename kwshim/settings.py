@@ -10,9 +10,9 @@ translate their spelling into a ``Settings`` and read nothing else; the autotune
 
 import dataclasses
 import os
-from typing import Any, Dict, NamedTuple, Tuple
+from typing import Any, Dict, NamedTuple, Optional, Tuple
 
-__all__ = ["Settings", "DEFAULT", "POLICIES", "NUMERICS", "GRIDS", "FIELDS", "Field"]
+__all__ = ["Settings", "DEFAULT", "POLICIES", "NUMERICS", "GRIDS", "DEVICES", "FIELDS", "Field"]
 
 #: The autotune policies, in the order the help lists them, each with what it does.
 POLICIES: Dict[str, str] = {
@@ -35,6 +35,13 @@ GRIDS: Dict[str, str] = {
     "batched": "the programs together, a program axis on every value, with the loop's bits; what cannot be "
                "batched falls back to the loop",
     "check": "both from one state, compared bit for bit (GridDivergenceError)",
+}
+
+#: The devices the switch can make on a CPU ("none": the machine's own), each with what it does.
+DEVICES: Dict[str, str] = {
+    "none": "no virtual device: torch and Triton see the machine as it is",
+    "cuda": "a virtual CUDA GPU (an H200): tensors asked for on cuda are CPU tensors, torch.cuda and Triton's "
+            "driver answer as the GPU, kernels run in the interpreter",
 }
 
 
@@ -73,6 +80,8 @@ FIELDS = (
     Field("grid", os.environ.get("KWSHIM_GRID") or "sequential", "how interpreted launches run their programs: "
           "sequential (Triton's loop), batched (together, with the loop's bits) or check (both, compared) "
           "(default: KWSHIM_GRID, else sequential)", tuple(GRIDS)),
+    Field("device", "none", "a virtual device for suites that say cuda: none, or cuda (tensors on the CPU, "
+          "torch.cuda answering as an H200) (default: none)", tuple(DEVICES)),
 )
 _DEFAULTS = {field.name: field.default for field in FIELDS}
 
@@ -88,6 +97,7 @@ class Settings:
     equal_nan: bool = _DEFAULTS["equal_nan"]
     numerics: str = _DEFAULTS["numerics"]
     grid: str = _DEFAULTS["grid"]
+    device: Optional[str] = None
 
     def __post_init__(self):
         if self.autotune not in POLICIES:
@@ -102,10 +112,15 @@ class Settings:
             raise ValueError(f"kwshim: unknown numerics {self.numerics!r}; choose one of {', '.join(NUMERICS)}")
         if self.grid not in GRIDS:
             raise ValueError(f"kwshim: unknown grid {self.grid!r}; choose one of {', '.join(GRIDS)}")
+        if self.device == "none":
+            object.__setattr__(self, "device", None)
+        if self.device is not None and self.device not in DEVICES:
+            raise ValueError(f"kwshim: unknown device {self.device!r}; choose None or one of "
+                             f"{', '.join(d for d in DEVICES if d != 'none')}")
 
     def __repr__(self):
         return (f"Settings({self.autotune!r}, rtol={self.rtol}, atol={self.atol}, equal_nan={self.equal_nan}, "
-                f"numerics={self.numerics!r}, grid={self.grid!r})")
+                f"numerics={self.numerics!r}, grid={self.grid!r}, device={self.device!r})")
 
 
 DEFAULT = Settings()

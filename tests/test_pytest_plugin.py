@@ -26,7 +26,8 @@ PLUGIN_TEST = textwrap.dedent("""
 """)
 
 
-DEFAULT_TOLERANCES = f"rtol=1e-05, atol=1e-08, equal_nan=True, numerics='gpu', grid={DEFAULT.grid!r})"
+DEFAULT_TOLERANCES = (f"rtol=1e-05, atol=1e-08, equal_nan=True, numerics='gpu', grid={DEFAULT.grid!r}, "
+                      f"device=None)")
 
 
 @pytest.mark.parametrize("args, ini, expect, policy, tolerances", [
@@ -36,10 +37,10 @@ DEFAULT_TOLERANCES = f"rtol=1e-05, atol=1e-08, equal_nan=True, numerics='gpu', g
     ([], "[pytest]\nkwshim = true\nkwshim_autotune = first\n", "on", "first", DEFAULT_TOLERANCES),
     (["--kwshim", "--kwshim-autotune", "verify", "--kwshim-rtol", "0.5", "--kwshim-atol", "0.25",
       "--kwshim-no-equal-nan", "--kwshim-numerics", "ieee", "--kwshim-grid", "batched"], "", "on", "verify",
-     "rtol=0.5, atol=0.25, equal_nan=False, numerics='ieee', grid='batched')"),
+     "rtol=0.5, atol=0.25, equal_nan=False, numerics='ieee', grid='batched', device=None)"),
     ([], "[pytest]\nkwshim = true\nkwshim_autotune = verify\nkwshim_rtol = 0.125\nkwshim_atol = 2\n"
          "kwshim_equal_nan = false\nkwshim_numerics = ieee\nkwshim_grid = check\n", "on", "verify",
-     "rtol=0.125, atol=2.0, equal_nan=False, numerics='ieee', grid='check')"),
+     "rtol=0.125, atol=2.0, equal_nan=False, numerics='ieee', grid='check', device=None)"),
 ])
 def test_pytest_plugin_is_inert_unless_asked(tmp_path, args, ini, expect, policy, tolerances):
     (tmp_path / "test_state.py").write_text(PLUGIN_TEST)

@@ -61,10 +61,11 @@ def test_kwshim_run_passes_verify_tolerances_to_the_switch(tmp_path):
     done = kwshim("run", "--autotune", "verify", "--rtol", "0.5", "--atol", "0.25", "--no-equal-nan",
                   "--numerics", "ieee", "--grid", "check", "show.py", cwd=tmp_path)
     assert done.returncode == 0, done.stderr[-2000:]
-    assert "Settings('verify', rtol=0.5, atol=0.25, equal_nan=False, numerics='ieee', grid='check')" in done.stdout
+    assert ("Settings('verify', rtol=0.5, atol=0.25, equal_nan=False, numerics='ieee', grid='check', "
+            "device=None)") in done.stdout
     done = kwshim("run", "show.py", cwd=tmp_path)
-    assert f"Settings('all', rtol=1e-05, atol=1e-08, equal_nan=True, numerics='gpu', grid={DEFAULT.grid!r})" \
-        in done.stdout
+    assert (f"Settings('all', rtol=1e-05, atol=1e-08, equal_nan=True, numerics='gpu', grid={DEFAULT.grid!r}, "
+            f"device=None)") in done.stdout
     done = kwshim("run", "--numerics", "exact", "show.py", cwd=tmp_path)
     assert done.returncode == 2 and "invalid choice: 'exact' (choose from 'gpu', 'ieee')" in done.stderr
 

@@ -13,8 +13,10 @@ from kwshim.settings import FIELDS, GRIDS, NUMERICS, POLICIES
 def test_defaults_and_repr():
     grid = os.environ.get("KWSHIM_GRID") or "sequential"  # the default's default
     assert Settings() == Settings("all", 1e-05, 1e-08, True, "gpu", grid)
-    assert repr(Settings()) == f"Settings('all', rtol=1e-05, atol=1e-08, equal_nan=True, numerics='gpu', grid={grid!r})"
-    assert [field.name for field in FIELDS] == ["autotune", "rtol", "atol", "equal_nan", "numerics", "grid"]
+    assert repr(Settings()) == (f"Settings('all', rtol=1e-05, atol=1e-08, equal_nan=True, numerics='gpu', "
+                                f"grid={grid!r}, device=None)")
+    assert Settings(device="none").device is None and Settings(device="cuda").device == "cuda"
+    assert [field.name for field in FIELDS] == ["autotune", "rtol", "atol", "equal_nan", "numerics", "grid", "device"]
     assert tuple(NUMERICS) == ("gpu", "ieee")
     assert tuple(GRIDS) == ("sequential", "batched", "check")
     assert tuple(POLICIES) == ("first", "all", "verify")
@@ -27,6 +29,7 @@ def test_defaults_and_repr():
     ({"rtol": True}, "kwshim: rtol must be a number >= 0, not True"),
     ({"numerics": "exact"}, "kwshim: unknown numerics 'exact'; choose one of gpu, ieee"),
     ({"grid": "parallel"}, "kwshim: unknown grid 'parallel'; choose one of sequential, batched, check"),
+    ({"device": "xpu"}, "kwshim: unknown device 'xpu'; choose None or one of cuda"),
 ])
 def test_a_bad_value_is_refused_naming_kwshim(bad, message):
     with pytest.raises(ValueError) as caught:

@@ -34,6 +34,7 @@ _PATCH: Optional[Patch] = None
 _AUTOTUNER: Optional[AutotunerPatch] = None
 _NUMERICS: Optional[str] = None  #: the interpreter arithmetic ``_PATCH`` holds in place (None: none)
 _GRID: Optional[str] = None  #: the grid mode ``_PATCH`` holds in place (None: none)
+_DEVICE: Optional[str] = None  #: the virtual device ``_PATCH`` holds in place (None: none)
 
 
 class Handle:
@@ -47,7 +48,7 @@ class Handle:
         return self in _HANDLES
 
     def deactivate(self) -> None:
-        global _PATCH, _AUTOTUNER, _NUMERICS, _GRID
+        global _PATCH, _AUTOTUNER, _NUMERICS, _GRID, _DEVICE
         with _LOCK:
             if self not in _HANDLES:
                 return
@@ -56,7 +57,7 @@ class Handle:
                 _settings_changed()
             elif _PATCH is not None:
                 _PATCH.undo()
-                _PATCH = _AUTOTUNER = _NUMERICS = _GRID = None
+                _PATCH = _AUTOTUNER = _NUMERICS = _GRID = _DEVICE = None
 
     def __enter__(self):
         if not self.active:  # a second `with` on a spent handle would silently switch nothing on
@@ -73,7 +74,7 @@ class Handle:
 
 def activate(autotune: str = DEFAULT.autotune, *, rtol: float = DEFAULT.rtol, atol: float = DEFAULT.atol,
              equal_nan: bool = DEFAULT.equal_nan, numerics: str = DEFAULT.numerics,
-             grid: str = DEFAULT.grid) -> Handle:
+             grid: str = DEFAULT.grid, device: Optional[str] = DEFAULT.device) -> Handle:
     """Switch kwshim on for the whole process and return its handle (also a context manager).
 
     ``autotune`` is the policy of autotuners over interpreted kernels: ``"first"`` (no tuning),
@@ -93,18 +94,27 @@ def activate(autotune: str = DEFAULT.autotune, *, rtol: float = DEFAULT.rtol, at
     ``"batched"`` (all programs together, in chunks, leaving the loop's bits; what a batch cannot
     run so falls back to the loop, and the kernel remembers why) or ``"check"`` (both from one
     state, compared bit for bit: ``GridDivergenceError``).
+
+    ``device="cuda"`` makes a virtual CUDA GPU for suites that say ``"cuda"``: tensors asked for on
+    it are CPU tensors, ``torch.cuda`` and Triton's driver answer as an H200, kernels run in the
+    interpreter (it needs ``TRITON_INTERPRET=1``). The outermost activation decides it: a nested
+    one asking for another device is refused.
     """
-    return activate_with(Settings(autotune, rtol, atol, equal_nan, numerics, grid))
+    return activate_with(Settings(autotune, rtol, atol, equal_nan, numerics, grid, device))
 
 
 def activate_with(settings: Settings) -> Handle:
     """``activate`` for settings already made (the doors: ``kwshim run``, ``pytest --kwshim``)."""
-    global _PATCH, _AUTOTUNER, _NUMERICS, _GRID
+    global _PATCH, _AUTOTUNER, _NUMERICS, _GRID, _DEVICE
     handle = Handle(settings)
     with _LOCK:
+        if _PATCH is not None and settings.device != _DEVICE:
+            raise ValueError(f"kwshim: the switch is on with device={_DEVICE!r}; a nested activation cannot make it "
+                             f"{settings.device!r} (deactivate first)")
         if _PATCH is None:
             _PATCH, _AUTOTUNER, _NUMERICS = _install(settings)
             _GRID = settings.grid if _NUMERICS is not None else None  # only an interpreter has a grid to run
+            _DEVICE = settings.device
         _HANDLES.append(handle)
         _settings_changed()
     return handle
@@ -154,6 +164,13 @@ def _install(settings: Settings):
         if interpreting:  # compiled kernels keep the backend's own libdevice
             interpreter.install(patch, settings.numerics, settings.grid)
             numerics = settings.numerics
+        if settings.device is not None:
+            if not interpreting:
+                raise RuntimeError(f"kwshim: device={settings.device!r} runs kernels in Triton's interpreter, which is "
+                                   f"off here: set TRITON_INTERPRET=1 before importing triton")
+            from .. import virtual_cuda
+
+            virtual_cuda.install(patch, settings.device)
     except BaseException:
         patch.undo()
         raise

@@ -1,0 +1,25 @@
+"""A CUDA device on a CPU (the ``device="cuda"`` setting): tensors asked for on ``"cuda"`` are CPU
+tensors, ``torch.cuda`` answers as one GPU of a stated model, and Triton's driver queries answer as
+the same GPU, so that a suite written for a GPU runs unedited on the interpreter.
+
+- ``model``: the GPU that is stated (default: the H200 kwshim measures against);
+- ``placement``: the ``TorchFunctionMode`` that puts every ``"cuda"`` tensor on the CPU, and
+  ``Tensor.is_cuda``;
+- ``torch_cuda``: ``torch.cuda``'s answers (availability, properties, streams, events, memory);
+- ``triton_driver``: what ``triton.runtime.driver.active`` answers.
+
+All of it is set through the switch's ``Patch`` and undone with it. Nothing here is imported
+unless the setting asks for it (torch is needed).
+"""
+
+__all__ = ["install"]
+
+
+def install(patch, device: str) -> None:
+    """Put the virtual ``device`` (``"cuda"``) in place through ``patch``."""
+    from . import placement, torch_cuda, triton_driver
+    from .model import H200
+
+    torch_cuda.install(patch, H200)
+    placement.install(patch)
+    triton_driver.install(patch, H200)

@@ -1,0 +1,177 @@
+"""``torch.cuda`` answering as one GPU of a stated model, its work done on the CPU.
+
+What is emulated, and how:
+
+- availability and the device: ``is_available`` (True), ``is_initialized``, ``init``,
+  ``device_count`` (1), ``current_device`` (0), ``set_device`` and ``device(...)`` (0 alone: another
+  index raises), ``get_device_name``, ``get_device_capability``, ``get_device_properties``,
+  ``is_bf16_supported``, ``get_arch_list``;
+- ``synchronize`` (the CPU's work is done when a call returns), ``manual_seed``/``manual_seed_all``
+  and ``seed`` (the CPU generator: "cuda" tensors are made by it), ``get_rng_state``/``set_rng_state``;
+- streams and events: ``Stream``, ``current_stream``, ``default_stream``, ``stream(...)``, ``Event``
+  (``elapsed_time`` in milliseconds of the CPU's clock between two ``record`` calls);
+- memory statistics from the live storages of the process's CPU tensors is not what a GPU
+  counts, so ``memory_allocated`` and the rest raise, naming kwshim;
+- CUDA graphs (``CUDAGraph``, ``graph``) raise, naming kwshim: nothing can capture them here.
+"""
+
+import time
+
+__all__ = ["install"]
+
+
+def _refusing(name):
+    def refuse(*args, **kwargs):
+        raise RuntimeError(f"kwshim: torch.cuda.{name} cannot be emulated on the virtual CUDA device (device='cuda' "
+                           f"runs on the CPU): skip this on a CPU, or run it on a GPU")
+
+    refuse.__name__ = name
+    return refuse
+
+
+class _Properties:
+    """``torch.cuda.get_device_properties``'s answer for the stated GPU."""
+
+    def __init__(self, gpu):
+        self.name, self.major, self.minor = gpu.name, gpu.major, gpu.minor
+        self.multi_processor_count, self.total_memory = gpu.multi_processor_count, gpu.total_memory
+        self.warp_size, self.shared_memory_per_block_optin = gpu.warp_size, gpu.max_shared_memory
+        self.regs_per_multiprocessor, self.L2_cache_size = gpu.registers_per_block, gpu.l2_cache_size
+        self.is_integrated, self.is_multi_gpu_board, self.gcnArchName = 0, 0, "NVIDIA"
+
+    def __repr__(self):
+        return (f"_CudaDeviceProperties(name='{self.name}', major={self.major}, minor={self.minor}, "
+                f"total_memory={self.total_memory // 2 ** 20}MB, multi_processor_count={self.multi_processor_count})")
+
+
+def _device_index(device=None):
+    """0 for the one virtual GPU (None, 0, "cuda", "cuda:0", a torch.device); else a clear error."""
+    index = getattr(device, "index", device)
+    if isinstance(device, str):
+        index = int(device.split(":")[1]) if ":" in device else None
+    if index not in (None, 0, -1):
+        raise RuntimeError(f"kwshim: the virtual CUDA device has one GPU (index 0); device {device!r} does not exist")
+    return 0
+
+
+class _DeviceGuard:
+    """``torch.cuda.device(...)``: a context manager that changes nothing (there is one GPU)."""
+
+    def __init__(self, device):
+        self.idx = _device_index(device)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc_info):
+        return False
+
+
+class _Stream:
+    """A stream on the CPU: work is done when it is queued."""
+
+    def __init__(self, device=None, priority=0, **kwargs):
+        self.device = _device_index(device)
+        self.priority = priority
+
+    def synchronize(self):
+        pass
+
+    def wait_stream(self, stream):
+        pass
+
+    def wait_event(self, event):
+        pass
+
+    def query(self):
+        return True
+
+    def record_event(self, event=None):
+        event = event or _Event()
+        event.record(self)
+        return event
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc_info):
+        return False
+
+    def __eq__(self, other):
+        return isinstance(other, _Stream)
+
+    def __hash__(self):
+        return 0
+
+
+_DEFAULT_STREAM = None
+
+
+class _Event:
+    """An event timed with the CPU's clock."""
+
+    def __init__(self, enable_timing=False, blocking=False, interprocess=False):
+        self.enable_timing = enable_timing
+        self._at = None
+
+    def record(self, stream=None):
+        self._at = time.perf_counter()
+
+    def synchronize(self):
+        pass
+
+    def wait(self, stream=None):
+        pass
+
+    def query(self):
+        return self._at is not None
+
+    def elapsed_time(self, end):
+        if self._at is None or end._at is None:
+            raise RuntimeError("kwshim: Event.elapsed_time needs both events recorded (virtual CUDA device)")
+        return (end._at - self._at) * 1e3
+
+
+def install(patch, gpu) -> None:
+    """``torch.cuda``'s functions answering as ``gpu``, through ``patch``."""
+    import torch
+
+    cuda, cpu = torch.cuda, torch.default_generator
+    properties = _Properties(gpu)
+    default_stream = _Stream()
+    answers = {
+        "is_available": lambda: True,
+        "is_initialized": lambda: True,
+        "init": lambda: None,
+        "_lazy_init": lambda: None,
+        "device_count": lambda: 1,
+        "current_device": lambda: 0,
+        "set_device": _device_index,
+        "device": _DeviceGuard,
+        "get_device_name": lambda device=None: (_device_index(device), gpu.name)[1],
+        "get_device_capability": lambda device=None: (_device_index(device), gpu.capability)[1],
+        "get_device_properties": lambda device=None: (_device_index(device), properties)[1],
+        "is_bf16_supported": lambda *args, **kwargs: True,
+        "get_arch_list": lambda: [f"sm_{gpu.major}{gpu.minor}"],
+        "synchronize": lambda device=None: (_device_index(device), None)[1],
+        "manual_seed": lambda seed: cpu.manual_seed(seed),  # torch.manual_seed calls these: not it
+        "manual_seed_all": lambda seed: cpu.manual_seed(seed),
+        "seed": lambda: cpu.seed(),
+        "seed_all": lambda: cpu.seed(),
+        "initial_seed": lambda: cpu.initial_seed(),
+        "get_rng_state": lambda device="cuda": torch.get_rng_state(),
+        "set_rng_state": lambda state, device="cuda": torch.set_rng_state(state),
+        "Stream": _Stream,
+        "Event": _Event,
+        "current_stream": lambda device=None: default_stream,
+        "default_stream": lambda device=None: default_stream,
+        "stream": lambda stream=None: stream if stream is not None else default_stream,
+        "empty_cache": lambda: None,
+    }
+    for name in ("memory_allocated", "max_memory_allocated", "reset_peak_memory_stats", "memory_reserved",
+                 "max_memory_reserved", "reset_max_memory_allocated", "memory_stats", "mem_get_info",
+                 "CUDAGraph", "graph", "make_graphed_callables"):
+        answers[name] = _refusing(name)
+    for name, value in answers.items():
+        if hasattr(cuda, name):
+            patch.setattr(cuda, name, value)
