@@ -154,3 +154,19 @@ def test_the_device_needs_the_interpreter():
         pytest.skip("this Triton cannot run compiled here at all")
     assert "kwshim: device='cuda' runs kernels in Triton's interpreter, which is off here" in result.stdout, \
         result.stdout + result.stderr[-1000:]
+
+
+def test_autocast_on_cuda_is_the_cpu_s_autocast_with_the_same_dtype():
+    x = torch.randn(4, 4)
+    with kwshim.activate(device="cuda"):
+        with torch.autocast("cuda", dtype=torch.bfloat16):
+            assert (x @ x).dtype == torch.bfloat16  # bare on a CPU: autocast disables itself, fp32
+    with torch.autocast("cpu", enabled=False):
+        assert (x @ x).dtype == torch.float32
+
+
+def test_free_memory_is_what_this_machine_can_hold():
+    with kwshim.activate(device="cuda"):
+        free, total = torch.cuda.mem_get_info()
+    assert total == 150_110_011_392 and 0 < free <= total
+    assert free <= os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")

@@ -1,12 +1,14 @@
-"""Run a real library's own test suite, unedited, on the CPU interpreter: bare and under
-``pytest --kwshim``, per Triton release, and classify every failure.
+"""Run a real library's own test suite, unedited, on the CPU interpreter: bare, under
+``pytest --kwshim`` and under ``pytest --kwshim --kwshim-device cuda``, per Triton release, and
+classify every failure.
 
     .venv/bin/python tools/suites.py [--releases 3.0.0 3.9.0] [--per-file 3] [--timeout 300] [--readme README.md]
 
 Liger-Kernel's sdist holds its tests (``test/transformers``); it is fetched with
 ``pip download liger-kernel==0.8.5 --no-binary :all: --no-deps`` into ``.suites/``. For each test
 file the first ``--per-file`` tests run (each file in its own pytest process, with a time limit),
-bare and with ``--kwshim``, with Triton from ``.triton/<release>`` (installed as ``make test`` does).
+bare, with ``--kwshim`` and with ``--kwshim --kwshim-device cuda`` (the virtual CUDA device), with
+Triton from ``.triton/<release>`` (installed as ``make test`` does).
 The table shows passed/failed/skipped per file and each failure's class.
 """
 
@@ -129,9 +131,11 @@ def main(argv=None):
     for release in options.releases:
         install("triton", release, os.path.join(ROOT, ".triton", release))
         env = environment(source, release)
-        totals = {"bare": [0, 0, 0], "kwshim": [0, 0, 0]}
-        rows = ["| file | bare: passed/failed/skipped | `--kwshim`: passed/failed/skipped | `--kwshim` failures by class |",
-                "| --- | --- | --- | --- |"]
+        totals = {"bare": [0, 0, 0], "kwshim": [0, 0, 0], "device": [0, 0, 0]}
+        rows = ["| file | bare: passed/failed/skipped | `--kwshim`: passed/failed/skipped | `--kwshim` failures by "
+                "class | `--kwshim --kwshim-device cuda`: passed/failed/skipped | its failures by class |",
+                "| --- | --- | --- | --- | --- | --- |"]
+        device_kinds: dict = {}
         kinds_all: dict = {}
         for path in files:
             ids = collect(source, path, env, options.per_file)
@@ -139,21 +143,28 @@ def main(argv=None):
                 continue
             bare = run_file(source, ids, env, [], options.timeout)
             fixed = run_file(source, ids, env, ["--kwshim"], options.timeout)
-            for mode, result in (("bare", bare), ("kwshim", fixed)):
+            device = run_file(source, ids, env, ["--kwshim", "--kwshim-device", "cuda"], options.timeout)
+            for mode, result in (("bare", bare), ("kwshim", fixed), ("device", device)):
                 for i, key in enumerate(("passed", "failed", "skipped")):
                     totals[mode][i] += result[key]
             for kind, count in fixed["classes"].items():
                 kinds_all[kind] = kinds_all.get(kind, 0) + count
+            for kind, count in device["classes"].items():
+                device_kinds[kind] = device_kinds.get(kind, 0) + count
             kinds = ", ".join(f"{k} {n}" for k, n in sorted(fixed["classes"].items()))
+            on_device = ", ".join(f"{k} {n}" for k, n in sorted(device["classes"].items()))
             row = (f"| {os.path.basename(path)} | {bare['passed']}/{bare['failed']}/{bare['skipped']} | "
-                   f"{fixed['passed']}/{fixed['failed']}/{fixed['skipped']} | {kinds} |")
+                   f"{fixed['passed']}/{fixed['failed']}/{fixed['skipped']} | {kinds} | "
+                   f"{device['passed']}/{device['failed']}/{device['skipped']} | {on_device} |")
             rows.append(row)
             print(f"[{release}] {row}", flush=True)
         excluded = sum(kinds_all.get(k, 0) for k in ("hard-coded CUDA", "bf16 on CPU", "timeout"))
         eligible = totals["kwshim"][0] + totals["kwshim"][1] - excluded
         share = f"{totals['kwshim'][0]}/{eligible}" if eligible > 0 else "n/a"
         rows.append(f"| **total** | {'/'.join(map(str, totals['bare']))} | {'/'.join(map(str, totals['kwshim']))} | "
-                    f"{', '.join(f'{k} {n}' for k, n in sorted(kinds_all.items()))} |")
+                    f"{', '.join(f'{k} {n}' for k, n in sorted(kinds_all.items()))} | "
+                    f"{'/'.join(map(str, totals['device']))} | "
+                    f"{', '.join(f'{k} {n}' for k, n in sorted(device_kinds.items()))} |")
         lines += [f"**Triton {release}**: `--kwshim` passes {share} of the tests that fail for none of: "
                   f"hard-coded CUDA, bf16 on a CPU, a timeout.", ""] + rows + [""]
     table = "\n".join(lines).rstrip() + "\n"

@@ -10,9 +10,16 @@ What is emulated, and how:
   and ``seed`` (the CPU generator: "cuda" tensors are made by it), ``get_rng_state``/``set_rng_state``;
 - streams and events: ``Stream``, ``current_stream``, ``default_stream``, ``stream(...)``, ``Event``
   (``elapsed_time`` in milliseconds of the CPU's clock between two ``record`` calls);
-- memory statistics from the live storages of the process's CPU tensors is not what a GPU
-  counts, so ``memory_allocated`` and the rest raise, naming kwshim;
-- CUDA graphs (``CUDAGraph``, ``graph``) raise, naming kwshim: nothing can capture them here.
+- ``mem_get_info``: (free, total), total the stated GPU's and free what this machine's memory has
+  available (``MemAvailable``), no more than the total: the tensors are made there. Suites that
+  size their tests by free memory get what this machine can hold;
+- allocation statistics (``memory_allocated``, ``max_memory_allocated``, ``memory_stats``, ...)
+  raise, naming kwshim: the CPU allocator's live storages are not what a GPU's caching allocator
+  counts, and a comparison of them would be silently wrong;
+- CUDA graphs (``CUDAGraph``, ``graph``) raise, naming kwshim: nothing can capture them here;
+- ``torch.autocast("cuda", ...)`` (and ``torch.cuda.amp.autocast``) is the CPU's autocast with the
+  same dtype: torch's CPU autocast lists of what runs in low precision are not CUDA's (a CPU
+  matmul autocasts as CUDA's does; some pointwise and reduction ops differ).
 """
 
 import time
@@ -132,6 +139,20 @@ class _Event:
         return (end._at - self._at) * 1e3
 
 
+def _available():
+    """Bytes of memory this machine has available (Linux's MemAvailable; else what sysconf says is free)."""
+    import os
+
+    try:
+        with open("/proc/meminfo") as meminfo:
+            for line in meminfo:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    return os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+
+
 def install(patch, gpu) -> None:
     """``torch.cuda``'s functions answering as ``gpu``, through ``patch``."""
     import torch
@@ -167,11 +188,26 @@ def install(patch, gpu) -> None:
         "default_stream": lambda device=None: default_stream,
         "stream": lambda stream=None: stream if stream is not None else default_stream,
         "empty_cache": lambda: None,
+        "mem_get_info": lambda device=None: (_device_index(device), (min(_available(), gpu.total_memory),
+                                                                     gpu.total_memory))[1],
     }
     for name in ("memory_allocated", "max_memory_allocated", "reset_peak_memory_stats", "memory_reserved",
-                 "max_memory_reserved", "reset_max_memory_allocated", "memory_stats", "mem_get_info",
+                 "max_memory_reserved", "reset_max_memory_allocated", "memory_stats",
                  "CUDAGraph", "graph", "make_graphed_callables"):
         answers[name] = _refusing(name)
     for name, value in answers.items():
         if hasattr(cuda, name):
             patch.setattr(cuda, name, value)
+    _install_autocast(patch, torch)
+
+
+def _install_autocast(patch, torch):
+    """``torch.autocast("cuda")`` as the CPU's autocast: bare, it warns and disables itself, and the
+    suite computes in fp32 where a GPU computes in bf16 or fp16."""
+    autocast = torch.autocast
+    original = vars(autocast)["__init__"]
+
+    def __init__(self, device_type, *args, **kwargs):
+        original(self, "cpu" if device_type == "cuda" else device_type, *args, **kwargs)
+
+    patch.setattr(autocast, "__init__", __init__)
