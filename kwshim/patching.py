@@ -8,7 +8,7 @@ of a wrapped kernel sets: its entries are known once, so a call records nothing 
 changes nothing of Triton's, or of a kernel's, any other way.
 """
 
-from typing import Any, Iterable, List, MutableMapping, Optional, Tuple
+from typing import Any, Iterable, List, MutableMapping, Tuple
 
 __all__ = ["Patch", "Scope"]
 
@@ -22,7 +22,7 @@ class Patch:
     __slots__ = ("_undo",)
 
     def __init__(self):
-        self._undo: List[Tuple[Any, Any, Any, Optional[bool]]] = []
+        self._undo: List[Tuple[Any, str, Any, bool]] = []
 
     def setattr(self, owner: Any, name: str, value: Any) -> None:
         """Set ``owner.name``; the prior value is the owner's own (``vars(owner)``), so an
@@ -44,19 +44,12 @@ class Patch:
         mapping[key] = value
         self._undo.append((mapping, key, prior, False))
 
-    def defer(self, undo) -> None:
-        """Call ``undo()`` when this patch is undone, in its place in the reverse order (for what is
-        not an attribute or an entry: a mode pushed on torch's function-mode stack)."""
-        self._undo.append((undo, None, None, None))
-
     def undo(self) -> None:
         """Restore everything set through this patch, in reverse order; a second call does nothing."""
         undo = self._undo
         while undo:
             target, name, prior, attribute = undo.pop()
-            if attribute is None:
-                target()
-            elif attribute:
+            if attribute:
                 if prior is _ABSENT:
                     delattr(target, name)
                 else:

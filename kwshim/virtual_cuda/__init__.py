@@ -3,8 +3,8 @@ tensors, ``torch.cuda`` answers as one GPU of a stated model, and Triton's drive
 the same GPU, so that a suite written for a GPU runs unedited on the interpreter.
 
 - ``model``: the GPU that is stated (default: the H200 kwshim measures against);
-- ``placement``: the ``TorchFunctionMode`` that puts every ``"cuda"`` tensor on the CPU, and
-  ``Tensor.is_cuda``;
+- ``placement``: torch's factories and ``Tensor``'s moving methods putting every ``"cuda"``
+  tensor on the CPU, and ``Tensor.is_cuda``;
 - ``torch_cuda``: ``torch.cuda``'s answers (availability, properties, streams, events, memory);
 - ``triton_driver``: what ``triton.runtime.driver.active`` answers.
 

@@ -1,9 +1,14 @@
-"""Tensors asked for on ``"cuda"`` live on the CPU: a ``TorchFunctionMode`` (as
-``torch.utils._device.DeviceContext`` is built) rewrites every ``"cuda"``/``"cuda:N"`` device and
-``torch.device("cuda")`` a torch function is given, positional or keyword, to ``"cpu"``, turns
-``Tensor.cuda()`` into the tensor itself and drops ``pin_memory``. It sees the factories
-(``torch.randn(..., device="cuda")``), ``Tensor.to``, ``Tensor.cuda``, ``*_like`` and, through
-them, ``nn.Module.cuda()`` and ``.to("cuda")``.
+"""Tensors asked for on ``"cuda"`` live on the CPU: torch's factories (every ``torch`` function
+documented with a ``device`` argument: ``randn``, ``empty``, ``tensor``, ``arange``, ``*_like``, ...)
+and ``Tensor.new_*`` get ``"cpu"`` for a ``"cuda"``/``"cuda:N"``/``torch.device("cuda")`` device and
+no ``pin_memory``; ``Tensor.to`` gets it for a positional device too; ``Tensor.cuda()`` and
+``pin_memory()`` are the tensor itself. Modules' ``.cuda()`` and ``.to("cuda")`` go through them.
+
+These are patched functions, not a ``TorchFunctionMode``: a mode sees every torch call, and on a
+step of small calls (a tiny MLP's forward and backward) it cost 42% (``benchmarks/device_cost.py``);
+the patches cost nothing where no device is given. What they cannot see is a factory bound by name
+before the switch went on (``from torch import zeros``): that call asks for the real CUDA and fails
+loudly ("Torch not compiled with CUDA enabled"), never silently.
 
 ``Tensor.is_cuda`` is True for CPU tensors while the device is on (Liger's ``assert
 input.is_cuda``); ``Tensor.device`` stays ``cpu``: torch does not let a tensor's device be another
@@ -12,7 +17,7 @@ without a tensor subclass (``FakeTensor``), so ``x.device.type == "cuda"`` is Fa
 
 import re
 
-__all__ = ["install"]
+__all__ = ["install", "factory_names"]
 
 _CUDA = re.compile(r"cuda(:\d+)?$")
 
@@ -22,51 +27,53 @@ def _on_cpu(value):
     import torch
 
     if isinstance(value, torch.device):
-        return _CPU if value.type == "cuda" else value
+        return torch.device("cpu") if value.type == "cuda" else value
     if isinstance(value, str) and _CUDA.match(value):
-        return _CPU
+        return "cpu"
     return value
 
 
-_CPU = None
+def _placing(function):
+    """``function`` with a ``"cuda"`` ``device=`` made the CPU and ``pin_memory`` dropped."""
+    def placed(*args, **kwargs):
+        if kwargs:
+            device = kwargs.get("device")
+            if device is not None:
+                kwargs["device"] = _on_cpu(device)
+            if kwargs.get("pin_memory"):
+                kwargs["pin_memory"] = False
+        return function(*args, **kwargs)
+
+    placed.__name__, placed.__doc__, placed.__wrapped__ = function.__name__, function.__doc__, function
+    return placed
 
 
-def _mode_class():
+def factory_names():
+    """The ``torch`` functions documented with a ``device`` argument (39 in torch 2.13)."""
     import torch
-    from torch.overrides import TorchFunctionMode
 
-    global _CPU
-    _CPU = torch.device("cpu")
-    cuda, pin_memory, is_pinned = torch.Tensor.cuda, torch.Tensor.pin_memory, torch.Tensor.is_pinned
-
-    class VirtualCudaMode(TorchFunctionMode):
-        """Every ``"cuda"`` a torch function is given becomes the CPU."""
-
-        def __torch_function__(self, func, types, args=(), kwargs=None):
-            if func is cuda or func is pin_memory:
-                return args[0]
-            if func is is_pinned:
-                return False
-            if kwargs:
-                if "device" in kwargs:
-                    kwargs["device"] = _on_cpu(kwargs["device"])
-                if kwargs.get("pin_memory"):
-                    kwargs["pin_memory"] = False
-            else:
-                kwargs = {}
-            if args:
-                args = tuple(_on_cpu(arg) for arg in args)
-            return func(*args, **kwargs)
-
-    return VirtualCudaMode
+    return sorted(name for name in dir(torch) if not name.startswith("_") and callable(getattr(torch, name))
+                  and not isinstance(getattr(torch, name), type)
+                  and "device (:class:" in (getattr(torch, name).__doc__ or ""))
 
 
 def install(patch) -> None:
-    """The mode on the torch-function stack, and ``Tensor.is_cuda`` answering True, through ``patch``."""
+    """The factories, ``Tensor``'s moving methods and ``Tensor.is_cuda``, through ``patch``."""
     import torch
 
-    mode = _mode_class()()
-    mode.__enter__()
-    patch.defer(lambda: mode.__exit__(None, None, None))
+    for name in factory_names():
+        patch.setattr(torch, name, _placing(getattr(torch, name)))
+    tensor = torch.Tensor
+    for name in ("new_empty", "new_empty_strided", "new_full", "new_ones", "new_tensor", "new_zeros"):
+        patch.setattr(tensor, name, _placing(getattr(tensor, name)))
+    to = tensor.to
+
+    def moved(self, *args, **kwargs):
+        return to(self, *(_on_cpu(arg) for arg in args), **{k: _on_cpu(v) for k, v in kwargs.items()})
+
+    patch.setattr(tensor, "to", moved)
+    patch.setattr(tensor, "cuda", lambda self, *args, **kwargs: self)
+    patch.setattr(tensor, "pin_memory", lambda self, *args, **kwargs: self)
+    patch.setattr(tensor, "is_pinned", lambda self, *args, **kwargs: False)
     is_cuda = vars(torch._C.TensorBase)["is_cuda"]  # the C property
-    patch.setattr(torch.Tensor, "is_cuda", property(lambda self: self.device.type == "cpu" or is_cuda.__get__(self)))
+    patch.setattr(tensor, "is_cuda", property(lambda self: self.device.type == "cpu" or is_cuda.__get__(self)))
