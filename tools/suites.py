@@ -67,8 +67,10 @@ def environment(source, release):
     return env
 
 
-def collect(source, path, env, per_file):
-    done = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--co", path],
+def collect(source, path, env, per_file, extra=()):
+    """The first ``per_file`` test ids of ``path`` (collected with ``extra``: a suite can parametrize
+    on the device it finds)."""
+    done = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *extra, "--co", path],
                           capture_output=True, text=True, env=env, cwd=source, timeout=600)
     ids = [line for line in done.stdout.splitlines() if "::" in line]
     return ids[:per_file]
@@ -143,7 +145,9 @@ def main(argv=None):
                 continue
             bare = run_file(source, ids, env, [], options.timeout)
             fixed = run_file(source, ids, env, ["--kwshim"], options.timeout)
-            device = run_file(source, ids, env, ["--kwshim", "--kwshim-device", "cuda"], options.timeout)
+            on_cuda = ["--kwshim", "--kwshim-device", "cuda"]
+            device = run_file(source, collect(source, path, env, options.per_file, on_cuda) or ids, env, on_cuda,
+                              options.timeout)
             for mode, result in (("bare", bare), ("kwshim", fixed), ("device", device)):
                 for i, key in enumerate(("passed", "failed", "skipped")):
                     totals[mode][i] += result[key]
