@@ -22,12 +22,12 @@ __all__ = ["StoreLog"]
 class _Record:
     """``every``: the addresses had no program axis (size 1): every program of the batch moved them."""
 
-    __slots__ = ("addresses", "values", "mask", "step", "every", "_increasing", "apply", "kind")
+    __slots__ = ("addresses", "values", "mask", "step", "every", "_increasing", "_span", "apply", "kind")
 
     def __init__(self, addresses, values, mask, step, programs, apply=None, kind=None):
         self.addresses, self.values, self.mask, self.step = addresses, values, mask, step
         self.every = programs if mask.shape[0] == 1 and programs > 1 else 0
-        self._increasing = None
+        self._increasing = self._span = None
         self.apply, self.kind = apply, kind  # an atomic's: ``apply(addresses, values)`` in array order
 
     def increasing(self):
@@ -46,8 +46,10 @@ class _Record:
         return np.repeat(np.arange(counts.size), counts)
 
     def span(self):
-        addresses = self.addresses
-        return (addresses.min(), addresses.max()) if addresses.size else None
+        """(lowest, highest) address, or None: computed once, as records are compared pairwise."""
+        if self._span is None and self.addresses.size:
+            self._span = (self.addresses.min(), self.addresses.max())
+        return self._span
 
 
 class StoreLog:
@@ -81,20 +83,16 @@ class StoreLog:
         reason = self._atomics_conflict()
         if reason is not None:
             return reason
-        spans = [record.span() for record in self.stores]
         for i, record in enumerate(self.stores):
-            for other, other_span in zip(self.stores[:i], spans[:i]):
-                if _apart(spans[i], other_span) or not np.intersect1d(record.addresses, other.addresses).size:
+            for other in self.stores[:i]:
+                if _apart(record.span(), other.span()) or not np.intersect1d(record.addresses, other.addresses).size:
                     continue
                 if record.values.dtype.itemsize != other.values.dtype.itemsize:
                     return "stores of two element sizes reach one address"
                 self._ordered = True
-        writes = self.stores + self.atomics
-        spans += [record.span() for record in self.atomics]
         for load in self.loads:
-            load_span = load.span()
-            for store, span in zip(writes, spans):
-                if _apart(load_span, span):
+            for store in self.stores + self.atomics:
+                if _apart(load.span(), store.span()):
                     continue
                 first, last = _storers_and_loaders(store, load)
                 if ((first < last) | ((first == last) & (store.step < load.step))).any():
