@@ -1,4 +1,4 @@
-"""``autotune/snapshot.py``: the tensors ``verify`` reaches, and their whole storage."""
+"""``snapshot.py``: the tensors ``verify`` and ``grid="check"`` reach, and their whole storage."""
 
 import pytest
 import torch
@@ -83,7 +83,7 @@ def test_an_fp8_argument_is_snapshotted_and_compared():
 
 
 def test_fp8_values_that_differ_are_found():
-    from kwshim.autotune.snapshot import difference
+    from kwshim.snapshot import difference
     from kwshim.settings import Settings
 
     want = torch.tensor([1.0, 2.0, 448.0]).to(torch.float8_e4m3fn)

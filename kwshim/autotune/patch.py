@@ -33,7 +33,7 @@ from .. import compat
 from ..errors import AutotuneSideEffectError, ConfigDivergenceError
 from ..patching import Patch
 from .rounds import Round, cpu_bench, failed_static_assert, module_bench, rounds, untuned
-from .snapshot import reachable_tensors
+from ..snapshot import reachable_tensors
 from .verify import Verification, capturing
 
 __all__ = ["AutotunerPatch"]

@@ -13,7 +13,7 @@ from typing import Optional
 from .. import compat
 from ..errors import AutotuneSideEffectError, ConfigDivergenceError
 from .rounds import timed
-from .snapshot import State, describe, difference
+from ..snapshot import State, describe, difference
 
 __all__ = ["Verification", "capturing"]
 

@@ -105,23 +105,10 @@ class _Programs:
         return (0, 0, 0)
 
     def _tensors(self):
-        """(name, tensor) for every tensor the launch reaches: its arguments, the bases of reinterpreted
-        tensors and tensor descriptors, and the members of tuples."""
-        names = list(inspect.signature(self.executor.fn).parameters)
-        found = []
-        for name, value in list(zip(names, self.args_dev)) + list(self.kwargs.items()):
-            found.extend((name, tensor) for tensor in _tensors_in(value))
-        return found
+        """(name, tensor) for every tensor the launch reaches (``snapshot.reachable_tensors``)."""
+        from ..snapshot import reachable_tensors
 
-
-def _tensors_in(value):
-    if hasattr(value, "data_ptr") and hasattr(value, "untyped_storage"):
-        yield value
-    elif hasattr(value, "base") and hasattr(value.base, "data_ptr"):  # TensorWrapper, TensorDescriptor
-        yield from _tensors_in(value.base)
-    elif isinstance(value, (tuple, list)):
-        for item in value:
-            yield from _tensors_in(item)
+        return reachable_tensors(list(inspect.signature(self.executor.fn).parameters), self.args_dev, self.kwargs)
 
 
 def _builder():
@@ -205,32 +192,29 @@ class _Batch:
 
 def _checked(fn, args, grid, tensors):
     """The loop and the batch from one state, compared bit for bit; the loop's result stays. Only
-    the tensors the loop changed are written back (through ``.data``: autograd's version counters,
-    leaves and inference tensors are left alone)."""
+    the tensors whose bits differ are written back (``snapshot.State``)."""
     from ..errors import GridDivergenceError
+    from ..snapshot import State
 
-    before = [tensor.clone() for _, tensor in tensors]
+    before = State(tensors)
     builder = _builder()
     builder.set_grid_dim(*grid)
     _sequential(fn, args, grid)
-    changed = [(name, tensor, saved, tensor.clone()) for (name, tensor), saved in zip(tensors, before)
-               if _first_difference(saved, tensor) is not None]
-    for _, tensor, saved, _ in changed:
-        tensor.data.copy_(saved)
+    looped = State(tensors)
+    before.put(_same_bits)
     _run(fn, args, grid)
-    written = {id(tensor) for _, tensor, _, _ in changed}
-    for (name, tensor), saved in zip(tensors, before):  # what the loop did not change, the batch must not either
-        if id(tensor) not in written and _first_difference(saved, tensor) is not None:
-            changed.append((name, tensor, saved, saved))
-    for name, tensor, _, looped in changed:
-        index = _first_difference(looped, tensor)
+    for (name, tensor), reference in zip(tensors, looped.values):
+        index = _first_difference(reference, tensor)
         if index is not None:
-            for _, restored, _, value in changed:
-                restored.data.copy_(value)
+            looped.put(_same_bits)
             raise GridDivergenceError(
                 f"kwshim: kernel {getattr(fn, '__qualname__', fn)}: the batched grid left argument {name!r} "
                 f"different from Triton's loop at index {index} ({_item(tensor, index)} where the loop "
-                f"stored {_item(looped, index)}): run it with grid='sequential' and report this")
+                f"stored {_item(reference, index)}): run it with grid='sequential' and report this")
+
+
+def _same_bits(reference, tensor):
+    return _first_difference(reference, tensor) is None
 
 
 def _first_difference(reference, tensor):

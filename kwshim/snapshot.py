@@ -1,5 +1,5 @@
-"""Tensor state for ``verify``: which tensors a launch can reach, their values at one moment, how two
-states differ, and writing back only what changed.
+"""Tensor state for ``verify`` and ``grid="check"``: which tensors a launch can reach, their values
+at one moment, how two states differ, and writing back only what changed.
 
 A state is taken of the whole storage under each tensor, not only of the elements a view shows: a
 kernel given a strided view can write between its elements, and that must be seen and undone too.
@@ -94,9 +94,11 @@ class State:
         self.tensors = tensors
         self.values = [tensor.clone() for _, tensor in tensors]
 
-    def put(self):
+    def put(self, same=None):
+        """Write back the tensors that differ (``same(a, b)``: by default the same values, NaN where NaN)."""
+        same = same or _same
         for (_, tensor), values in zip(self.tensors, self.values):
-            if not _same(tensor, values):
+            if not same(tensor, values):
                 _write(tensor, values)
 
     def is_current(self):
