@@ -1,15 +1,22 @@
 """Run a real library's own test suite, unedited, on the CPU interpreter: bare, under
-``pytest --kwshim`` and under ``pytest --kwshim --kwshim-device cuda``, per Triton release, and
-classify every failure.
+``pytest --kwshim`` and under ``pytest --kwshim --kwshim-device cuda``, per Triton release, classify
+every failure, and hold the device column to the H200's outcome for each test.
 
-    .venv/bin/python tools/suites.py [--releases 3.0.0 3.9.0] [--per-file 3] [--timeout 300] [--readme README.md]
+    .venv/bin/python tools/suites.py [--library liger|fla] [--releases 3.0.0 3.9.0] [--per-file 3]
+        [--modes bare kwshim device] [--grids sequential] [--timeout 300] [--readme README.md]
 
-Liger-Kernel's sdist holds its tests (``test/transformers``); it is fetched with
-``pip download liger-kernel==0.8.5 --no-binary :all: --no-deps`` into ``.suites/``. For each test
-file the first ``--per-file`` tests run (each file in its own pytest process, with a time limit),
-bare, with ``--kwshim`` and with ``--kwshim --kwshim-device cuda`` (the virtual CUDA device), with
-Triton from ``.triton/<release>`` (installed as ``make test`` does).
-The table shows passed/failed/skipped per file and each failure's class.
+- Liger-Kernel's sdist holds its tests (``test/transformers``); it is fetched with
+  ``pip download liger-kernel==0.8.5 --no-binary :all: --no-deps`` into ``.suites/``.
+- flash-linear-attention's PyPI packages hold no tests: a git checkout at tag v0.5.2 goes into
+  ``.suites/flash-linear-attention-0.5.2`` (``git clone``; where GitHub cannot be reached, put one
+  there by hand). Its tests need Triton 3.3 or later.
+
+For each test file the first ``--per-file`` tests run (each file in its own pytest process, with a
+time limit), in each mode, with Triton from ``.triton/<release>`` (installed as ``make test`` does).
+``--grids`` runs the kwshim modes under each ``--kwshim-grid`` given and compares their outcomes,
+test by test, and their wall time. The H200's outcomes (``tools/outcomes/h200-*.txt``, compiled
+Triton 3.6.0) are the reference for the device column: how many tests the H200 passes pass here,
+and which pass here where the H200 fails.
 """
 
 import argparse
@@ -21,14 +28,33 @@ import subprocess
 import sys
 import tarfile
 import tempfile
+import time
 import xml.etree.ElementTree as ElementTree
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(ROOT, "tools"))
 from matrix import install  # noqa: E402  (one way to install a Triton release)
 
-LIBRARY = "liger-kernel==0.8.5"
 FOLDER = os.path.join(ROOT, ".suites")
+OUTCOMES = os.path.join(ROOT, "tools", "outcomes")
+
+
+class Library:
+    """A suite: where its tests come from, which files run, and the H200's outcomes for them."""
+
+    def __init__(self, name, title, files, outcomes, fetch):
+        self.name, self.title, self.files, self.outcomes, self.fetch = name, title, files, outcomes, fetch
+
+    def h200(self):
+        """{node id: outcome} as the H200 measured them ({} where none were)."""
+        path = os.path.join(OUTCOMES, self.outcomes)
+        if not os.path.exists(path):
+            return {}
+        with open(path) as handle:
+            pairs = (line.rstrip("\n").split(" ", 1) for line in handle if line.strip() and line[0] != "#")
+            return {node: outcome for outcome, node in pairs}
+
+
 BEGIN, END = "<!-- suites:begin -->", "<!-- suites:end -->"
 
 #: (class, pattern in the failure's text), first match wins
@@ -45,18 +71,42 @@ CLASSES = [
 ]
 
 
-def fetch():
-    """The library's sdist, unpacked once; returns the folder holding ``test/``."""
+def fetch_liger():
+    """Liger-Kernel's sdist, unpacked once; returns the folder holding ``test/``."""
     os.makedirs(FOLDER, exist_ok=True)
     found = glob.glob(os.path.join(FOLDER, "liger_kernel-*", "test"))
     if found:
         return os.path.dirname(found[0])
     subprocess.run([sys.executable, "-m", "pip", "download", "--quiet", "--disable-pip-version-check",
-                    LIBRARY, "--no-binary", ":all:", "--no-deps", "-d", FOLDER], check=True)
+                    "liger-kernel==0.8.5", "--no-binary", ":all:", "--no-deps", "-d", FOLDER], check=True)
     archive = glob.glob(os.path.join(FOLDER, "liger_kernel-*.tar.gz"))[0]
     with tarfile.open(archive) as tar:
         tar.extractall(FOLDER)
     return os.path.dirname(glob.glob(os.path.join(FOLDER, "liger_kernel-*", "test"))[0])
+
+
+FLA_TAG = "v0.5.2"
+
+
+def fetch_fla():
+    """flash-linear-attention's git checkout at ``FLA_TAG`` (its PyPI packages hold no tests)."""
+    folder = os.path.join(FOLDER, "flash-linear-attention-" + FLA_TAG[1:])
+    if not os.path.isdir(os.path.join(folder, "tests")):
+        done = subprocess.run(["git", "clone", "--quiet", "--depth", "1", "--branch", FLA_TAG,
+                               "https://github.com/fla-org/flash-linear-attention", folder])
+        if done.returncode:
+            sys.exit(f"suites: no checkout of flash-linear-attention {FLA_TAG} in {folder}, and git clone failed: "
+                     f"put one there (git clone --branch {FLA_TAG} ...)")
+    return folder
+
+
+LIBRARIES = {
+    "liger": Library("liger", "Liger-Kernel 0.8.5's own `test/transformers`", ["test/transformers/test_*.py"],
+                     "h200-liger_kernel-0.8.5.txt", fetch_liger),
+    "fla": Library("fla", "flash-linear-attention v0.5.2's own tests",
+                   ["tests/ops/test_gla.py", "tests/ops/test_delta.py", "tests/modules/test_l2norm.py"],
+                   "h200-flash_linear_attention-0.5.2.txt", fetch_fla),
+}
 
 
 def environment(source, release):
@@ -76,35 +126,46 @@ def collect(source, path, env, per_file, extra=()):
     return ids[:per_file]
 
 
-def run_file(source, ids, env, extra, limit):
-    """{'passed', 'failed', 'skipped', 'classes'} for one file's tests."""
+def run_file(source, path, ids, env, extra, limit):
+    """{'passed', 'failed', 'skipped', 'classes', 'outcomes' (node id -> passed/failed/skipped), 'seconds'}
+    for one file's tests."""
     with tempfile.TemporaryDirectory() as scratch:
         junit = os.path.join(scratch, "junit.xml")
+        start = time.perf_counter()
         try:
             subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *extra,
                             f"--junitxml={junit}", *ids], capture_output=True, text=True, env=env, cwd=source,
                            timeout=limit)
         except subprocess.TimeoutExpired:
-            return {"passed": 0, "failed": len(ids), "skipped": 0, "classes": {"timeout": len(ids)}}
-        if not os.path.exists(junit):
-            return {"passed": 0, "failed": len(ids), "skipped": 0, "classes": {"collection": len(ids)}}
-        return _read(junit)
+            failed = "timeout"
+        else:
+            failed = None if os.path.exists(junit) else "collection"
+        seconds = time.perf_counter() - start
+        if failed:
+            return {"passed": 0, "failed": len(ids), "skipped": 0, "classes": {failed: len(ids)},
+                    "outcomes": dict.fromkeys(ids, "failed"), "seconds": seconds}
+        return dict(_read(junit, path), seconds=seconds)
 
 
-def _read(junit):
-    result = {"passed": 0, "failed": 0, "skipped": 0, "classes": {}}
+def _read(junit, path):
+    result = {"passed": 0, "failed": 0, "skipped": 0, "classes": {}, "outcomes": {}}
+    module = path[:-3].replace("/", ".")
     for case in ElementTree.parse(junit).getroot().iter("testcase"):
+        classes = (case.get("classname") or "")[len(module) + 1:]
+        node = "::".join([path] + (classes.split(".") if classes else []) + [case.get("name")])
         problem = case.find("failure")
         if problem is None:
             problem = case.find("error")
         if problem is not None:
-            result["failed"] += 1
+            outcome = "failed"
             kind = classify((problem.get("message") or "") + "\n" + (problem.text or ""))
             result["classes"][kind] = result["classes"].get(kind, 0) + 1
         elif case.find("skipped") is not None:
-            result["skipped"] += 1
+            outcome = "skipped"
         else:
-            result["passed"] += 1
+            outcome = "passed"
+        result[outcome] += 1
+        result["outcomes"][node] = outcome
     return result
 
 
@@ -117,69 +178,124 @@ def classify(text):
     return "wrong result" if "AssertionError" in tail or "assert" in tail else "other"
 
 
+MODES = {"bare": [], "kwshim": ["--kwshim"], "device": ["--kwshim", "--kwshim-device", "cuda"]}
+HEADINGS = {"bare": "bare", "kwshim": "`--kwshim`", "device": "`--kwshim --kwshim-device cuda`"}
+
+
+def _h200_match(outcomes, h200):
+    """(tests the H200 passes that pass here, tests the H200 passes that ran here, ids that pass here
+    where the H200 fails)."""
+    ran = [node for node in outcomes if h200.get(node) == "passed"]
+    wrong = sorted(node for node, outcome in outcomes.items() if outcome == "passed" and h200.get(node) == "failed")
+    return sum(outcomes[node] == "passed" for node in ran), len(ran), wrong
+
+
+def _counts(result):
+    return f"{result['passed']}/{result['failed']}/{result['skipped']}"
+
+
+def _kinds(classes):
+    return ", ".join(f"{k} {n}" for k, n in sorted(classes.items()))
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--library", choices=sorted(LIBRARIES), default="liger")
     parser.add_argument("--releases", nargs="+", default=["3.0.0", "3.9.0"])
     parser.add_argument("--per-file", type=int, default=3)
+    parser.add_argument("--modes", nargs="+", choices=list(MODES), default=list(MODES))
+    parser.add_argument("--grids", nargs="+", choices=["sequential", "batched", "check"], default=["sequential"],
+                        help="the kwshim modes run under each (outcomes and wall time compared)")
     parser.add_argument("--timeout", type=int, default=300, help="seconds per file and mode")
-    parser.add_argument("--files", nargs="*", help="test files (default: all of test/transformers)")
+    parser.add_argument("--files", nargs="*", help="test files (default: the library's)")
     parser.add_argument("--readme", help="rewrite the table between the suites markers of this file")
     options = parser.parse_args(argv)
-    source = fetch()
-    files = options.files or sorted(os.path.relpath(p, source) for p in
-                                    glob.glob(os.path.join(source, "test", "transformers", "test_*.py")))
-    lines = [f"Produced by `make suites` (tools/suites.py) on {datetime.date.today()}: {LIBRARY}'s own "
-             f"`test/transformers`, the first {options.per_file} tests of each file, on the CPU interpreter.", ""]
+    library = LIBRARIES[options.library]
+    source = library.fetch()
+    h200 = library.h200()
+    files = options.files or sorted(os.path.relpath(p, source) for pattern in library.files
+                                    for p in glob.glob(os.path.join(source, pattern)))
+    columns = [(mode, grid) for mode in options.modes for grid in (["sequential"] if mode == "bare" else options.grids)]
+    lines = [f"Produced by `make suites` (tools/suites.py) on {datetime.date.today()}: {library.title}, "
+             f"the first {options.per_file} tests of each file, on the CPU interpreter.", ""]
     for release in options.releases:
         install("triton", release, os.path.join(ROOT, ".triton", release))
         env = environment(source, release)
-        totals = {"bare": [0, 0, 0], "kwshim": [0, 0, 0], "device": [0, 0, 0]}
-        rows = ["| file | bare: passed/failed/skipped | `--kwshim`: passed/failed/skipped | `--kwshim` failures by "
-                "class | `--kwshim --kwshim-device cuda`: passed/failed/skipped | its failures by class |",
-                "| --- | --- | --- | --- | --- | --- |"]
-        device_kinds: dict = {}
-        kinds_all: dict = {}
+        names = [HEADINGS[mode] + ("" if len(options.grids) == 1 or mode == "bare" else f" `--kwshim-grid {grid}`")
+                 for mode, grid in columns]
+        rows = ["| file | " + " | ".join(f"{name}: passed/failed/skipped | failures by class" for name in names) + " |",
+                "| --- |" + " --- | --- |" * len(columns)]
+        totals = {column: {"passed": 0, "failed": 0, "skipped": 0, "classes": {}, "outcomes": {}, "seconds": 0.0}
+                  for column in columns}
         for path in files:
-            ids = collect(source, path, env, options.per_file)
-            if not ids:
+            results = {}
+            for mode, grid in columns:
+                extra = MODES[mode] + ([] if mode == "bare" or grid == "sequential" else ["--kwshim-grid", grid])
+                ids = collect(source, path, env, options.per_file, MODES[mode]) or \
+                    collect(source, path, env, options.per_file)
+                if not ids:
+                    break
+                results[mode, grid] = run_file(source, path, ids, env, extra, options.timeout)
+            if not results:
                 continue
-            bare = run_file(source, ids, env, [], options.timeout)
-            fixed = run_file(source, ids, env, ["--kwshim"], options.timeout)
-            on_cuda = ["--kwshim", "--kwshim-device", "cuda"]
-            device = run_file(source, collect(source, path, env, options.per_file, on_cuda) or ids, env, on_cuda,
-                              options.timeout)
-            for mode, result in (("bare", bare), ("kwshim", fixed), ("device", device)):
-                for i, key in enumerate(("passed", "failed", "skipped")):
-                    totals[mode][i] += result[key]
-            for kind, count in fixed["classes"].items():
-                kinds_all[kind] = kinds_all.get(kind, 0) + count
-            for kind, count in device["classes"].items():
-                device_kinds[kind] = device_kinds.get(kind, 0) + count
-            kinds = ", ".join(f"{k} {n}" for k, n in sorted(fixed["classes"].items()))
-            on_device = ", ".join(f"{k} {n}" for k, n in sorted(device["classes"].items()))
-            row = (f"| {os.path.basename(path)} | {bare['passed']}/{bare['failed']}/{bare['skipped']} | "
-                   f"{fixed['passed']}/{fixed['failed']}/{fixed['skipped']} | {kinds} | "
-                   f"{device['passed']}/{device['failed']}/{device['skipped']} | {on_device} |")
+            cells = []
+            for column, result in results.items():
+                total = totals[column]
+                for key in ("passed", "failed", "skipped", "seconds"):
+                    total[key] += result[key]
+                total["outcomes"].update(result["outcomes"])
+                for kind, count in result["classes"].items():
+                    total["classes"][kind] = total["classes"].get(kind, 0) + count
+                cells += [_counts(result), _kinds(result["classes"])]
+            row = f"| {os.path.basename(path)} | " + " | ".join(cells) + " |"
             rows.append(row)
             print(f"[{release}] {row}", flush=True)
-        excluded = sum(kinds_all.get(k, 0) for k in ("hard-coded CUDA", "bf16 on CPU", "timeout"))
-        eligible = totals["kwshim"][0] + totals["kwshim"][1] - excluded
-        share = f"{totals['kwshim'][0]}/{eligible}" if eligible > 0 else "n/a"
-        rows.append(f"| **total** | {'/'.join(map(str, totals['bare']))} | {'/'.join(map(str, totals['kwshim']))} | "
-                    f"{', '.join(f'{k} {n}' for k, n in sorted(kinds_all.items()))} | "
-                    f"{'/'.join(map(str, totals['device']))} | "
-                    f"{', '.join(f'{k} {n}' for k, n in sorted(device_kinds.items()))} |")
-        lines += [f"**Triton {release}**: `--kwshim` passes {share} of the tests that fail for none of: "
-                  f"hard-coded CUDA, bf16 on a CPU, a timeout.", ""] + rows + [""]
+        rows.append("| **total** | " + " | ".join(f"{_counts(totals[c])} | {_kinds(totals[c]['classes'])}"
+                                                  for c in columns) + " |")
+        lines += _summary(release, columns, totals, h200) + [""] + rows + [""]
     table = "\n".join(lines).rstrip() + "\n"
     print(table)
     if options.readme:
+        begin, end = (marker.replace("suites:", f"suites-{library.name}:") if library.name != "liger" else marker
+                      for marker in (BEGIN, END))
         with open(options.readme) as handle:
             text = handle.read()
-        start, end = text.index(BEGIN) + len(BEGIN), text.index(END)
+        start, stop = text.index(begin) + len(begin), text.index(end)
         with open(options.readme, "w") as handle:
-            handle.write(text[:start] + "\n" + table + text[end:])
+            handle.write(text[:start] + "\n" + table + text[stop:])
     return 0
+
+
+def _summary(release, columns, totals, h200):
+    """The release's headline lines: the kwshim share, the H200 match of the device column, the grids."""
+    lines = []
+    if ("kwshim", "sequential") in totals:
+        kinds = totals["kwshim", "sequential"]["classes"]
+        excluded = sum(kinds.get(k, 0) for k in ("hard-coded CUDA", "bf16 on CPU", "timeout"))
+        eligible = totals["kwshim", "sequential"]["passed"] + totals["kwshim", "sequential"]["failed"] - excluded
+        share = f"{totals['kwshim', 'sequential']['passed']}/{eligible}" if eligible > 0 else "n/a"
+        lines.append(f"**Triton {release}**: `--kwshim` passes {share} of the tests that fail for none of: "
+                     f"hard-coded CUDA, bf16 on a CPU, a timeout.")
+    for (mode, grid), total in totals.items():
+        if mode != "device" or not h200:
+            continue
+        passing, ran, wrong = _h200_match(total["outcomes"], h200)
+        share = f" ({100 * passing / ran:.0f}%)" if ran else ""
+        lines.append(f"**Triton {release}, the device (grid {grid})**: of the {ran} tests here that the H200 passes, "
+                     f"{passing} pass{share}; pass here where the H200 fails: {len(wrong)}"
+                     + (f" ({', '.join(wrong)})" if wrong else "") + "; not run on the H200: "
+                     f"{sum(node not in h200 for node in total['outcomes'])}.")
+    for mode in ("kwshim", "device"):
+        grids = [grid for m, grid in totals if m == mode]
+        for grid in grids[1:]:
+            first, other = totals[mode, grids[0]], totals[mode, grid]
+            differ = sorted(node for node, outcome in first["outcomes"].items()
+                            if other["outcomes"].get(node) != outcome)
+            lines.append(f"**Triton {release}, {HEADINGS[mode]}, grid {grid} against {grids[0]}**: "
+                         f"{len(differ)} outcomes differ" + (f" ({', '.join(differ)})" if differ else "") +
+                         f"; wall time {other['seconds']:.0f} s against {first['seconds']:.0f} s "
+                         f"({first['seconds'] / max(other['seconds'], 1e-9):.1f}x).")
+    return [line + "\n" for line in lines]
 
 
 if __name__ == "__main__":
