@@ -55,11 +55,15 @@ test-quick: venv $(foreach v,$(TEST_TRITONS),.triton/$(v)/.installed)
 	  TRITON_INTERPRET=1 PYTHONPATH=.triton/$$v $(PY) -m pytest -q -p no:cacheprovider -n auto $(PYTEST_ARGS) || status=1; \
 	done; exit $$status
 
-# A real library's own tests (Liger-Kernel 0.8.5's test/transformers), bare and under --kwshim, on
-# Triton 3.0.0 and 3.9.0, classified; rewrites README.md's suites table. Slow: not part of `make test`.
+# Real libraries' own tests, classified, the device column held to the H200's outcomes
+# (tools/outcomes/): Liger-Kernel 0.8.5's test/transformers bare, under --kwshim and under the
+# virtual CUDA device, on Triton 3.0.0 and 3.9.0; flash-linear-attention v0.5.2's three op files
+# under the device (a git checkout: where GitHub cannot be reached, the step says so and is skipped).
+# Rewrites README.md's suites tables. Slow: not part of `make test`.
 suites: venv
 	$(PY) -m pip install --quiet --disable-pip-version-check -e '.[test,suites]'
 	$(PY) tools/suites.py --readme README.md
+	-$(PY) tools/suites.py --library fla --releases 3.6.0 --modes device --grids batched --timeout 700 --readme README.md
 
 clean:
 	rm -rf $(VENV) .triton .wrapt .suites *.egg-info

@@ -16,7 +16,8 @@ time limit), in each mode, with Triton from ``.triton/<release>`` (installed as 
 ``--grids`` runs the kwshim modes under each ``--kwshim-grid`` given and compares their outcomes,
 test by test, and their wall time. The H200's outcomes (``tools/outcomes/h200-*.txt``, compiled
 Triton 3.6.0) are the reference for the device column: how many tests the H200 passes pass here,
-and which pass here where the H200 fails.
+and which pass here where the H200 fails. Each test's outcome here goes to
+``.suites/outcomes-<library>-<release>-<mode>-<grid>.txt``.
 """
 
 import argparse
@@ -253,6 +254,9 @@ def main(argv=None):
         rows.append("| **total** | " + " | ".join(f"{_counts(totals[c])} | {_kinds(totals[c]['classes'])}"
                                                   for c in columns) + " |")
         lines += _summary(release, columns, totals, h200) + [""] + rows + [""]
+        for (mode, grid), total in totals.items():  # each test's outcome, for comparisons after the run
+            with open(os.path.join(FOLDER, f"outcomes-{library.name}-{release}-{mode}-{grid}.txt"), "w") as handle:
+                handle.writelines(f"{outcome} {node}\n" for node, outcome in sorted(total["outcomes"].items()))
     table = "\n".join(lines).rstrip() + "\n"
     print(table)
     if options.readme:
