@@ -68,3 +68,32 @@ def test_tl_sort_works_under_the_switch_and_is_restored():
     assert torch.equal(out, torch.sort(keys).values)
     assert torch.equal(rows, torch.sort(x, dim=1, descending=True).values)
     assert tl.sort is before
+
+
+@triton.jit
+def loop_variables(out_ptr, N: tl.constexpr):
+    """flash-linear-attention's delta rule: ``for i_t in range(NT): i_t.to(tl.int64)``; compiled, the
+    variable of a ``range`` loop is a tensor (int32 here), of a ``static_range`` loop a constexpr."""
+    for i in range(N):
+        tl.store(out_ptr + i, i.to(tl.int64) * 3 + (i.dtype == tl.int32))
+    for j in tl.static_range(2):
+        tl.store(out_ptr + N + j + tl.arange(0, 2 * (j + 1)) * 0, j + 10)
+
+
+def test_a_range_loop_variable_is_a_tensor_under_the_switch_and_the_rewriter_is_restored():
+    from triton.runtime import interpreter
+
+    rewriter = getattr(interpreter, "FunctionRewriter", None)
+    if rewriter is None:
+        pytest.skip("this release's interpreter runs a kernel's source unrewritten (2.x, 3.0, 3.1): the gap stays")
+    transformer, cache = rewriter.ast_transformer, vars(interpreter.InterpretedFunction)["rewritten_fn"]
+    out = torch.zeros(6, dtype=torch.int64)
+    with pytest.raises(Exception, match="'int' object has no attribute 'to'"):
+        loop_variables[(1,)](out, 4)  # bare: the interpreter's loop variable is an int
+    with kwshim.activate():
+        loop_variables[(1,)](out, 4)
+    assert out.tolist() == [1, 4, 7, 10, 10, 11]
+    assert rewriter.ast_transformer is transformer
+    assert vars(interpreter.InterpretedFunction)["rewritten_fn"] is cache
+    with pytest.raises(Exception, match="'int' object has no attribute 'to'"):
+        loop_variables[(1,)](out, 4)  # and bare again once the switch is off

@@ -2,11 +2,16 @@
 compiled Triton runs, the gap is filled while the switch is on (probed on the installed release).
 
 - ``~`` on booleans: builders that lack ``get_int1_ty`` or refuse int1 in ``get_all_ones_value``;
-- ``tl.sort`` with NumPy: 3.0's interpreter cannot run the bitonic network on 1-D blocks.
+- ``tl.sort`` with NumPy: 3.0's interpreter cannot run the bitonic network on 1-D blocks;
+- a ``for`` loop's variable a tensor, as compiled Triton's is: the interpreter runs the loop in
+  Python, where ``for i in range(n): i.to(tl.int64)`` fails (``'int' object has no attribute
+  'to'``; flash-linear-attention's delta-rule kernels do this). On 3.2 and later, whose interpreter
+  rewrites a kernel's source (``ASTTransformer``); 3.0 and 3.1 keep the gap.
 
 A new interpreter fix goes here: a probe of the gap, a replacement, one line in ``install``.
 """
 
+import ast
 import sys
 
 import numpy as np
@@ -91,8 +96,44 @@ def _cpu_sort(original):
     return sort
 
 
+#: The loops whose variable compiled Triton makes a tensor: ``range``, ``tl.range``
+#: (``tl.static_range`` is unrolled, its variable a constexpr; other iterables are unrolled too).
+_TENSOR_LOOPS = ("range",)
+
+
+def _loop_variables(transformer_class):
+    """``transformer_class`` (the release's ``ASTTransformer``) also assigning a ``range`` loop's
+    variable to itself at the top of the body, which the release's own ``visit_Assign`` makes a tensor."""
+
+    class LoopVariables(transformer_class):
+        def visit_For(self, node):
+            node = self.generic_visit(node)
+            call = node.iter
+            name = getattr(call, "func", None)
+            name = getattr(name, "attr", None) or getattr(name, "id", None)
+            if isinstance(node.target, ast.Name) and isinstance(call, ast.Call) and name in _TENSOR_LOOPS:
+                variable = node.target.id
+                assign = ast.Assign(targets=[ast.Name(id=variable, ctx=ast.Store())],
+                                    value=ast.Name(id=variable, ctx=ast.Load()))
+                node.body.insert(0, ast.copy_location(self.visit_Assign(assign), node.body[0]))
+            return node
+
+    LoopVariables.__name__ = LoopVariables.__qualname__ = "LoopVariables"
+    return LoopVariables
+
+
+def _install_loop_variables(patch, interpreter):
+    rewriter = getattr(interpreter, "FunctionRewriter", None)
+    transformer = getattr(rewriter, "ast_transformer", None)
+    function = getattr(interpreter, "InterpretedFunction", None)
+    if transformer is None or function is None or not isinstance(vars(function).get("rewritten_fn"), dict):
+        return
+    patch.setattr(rewriter, "ast_transformer", _loop_variables(type(transformer))())
+    patch.setattr(function, "rewritten_fn", {})  # rewritten here, forgotten when the switch goes off
+
+
 def install(patch):
-    """Fill the installed interpreter's gaps through ``patch``: ``tl.sort``, and the builder's."""
+    """Fill the installed interpreter's gaps through ``patch``: ``tl.sort``, the builder's, loop variables."""
     import triton.language as tl
     from triton.runtime import interpreter
 
@@ -107,3 +148,4 @@ def install(patch):
     if builder_class is not None:
         for name, replacement in _builder_gaps(builder_class):
             patch.setattr(builder_class, name, replacement)
+    _install_loop_variables(patch, interpreter)
