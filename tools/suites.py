@@ -43,8 +43,9 @@ OUTCOMES = os.path.join(ROOT, "tools", "outcomes")
 class Library:
     """A suite: where its tests come from, which files run, and the H200's outcomes for them."""
 
-    def __init__(self, name, title, files, outcomes, fetch):
+    def __init__(self, name, title, files, outcomes, fetch, table="suites"):
         self.name, self.title, self.files, self.outcomes, self.fetch = name, title, files, outcomes, fetch
+        self.markers = (f"<!-- {table}:begin -->", f"<!-- {table}:end -->")  # its table in the README
 
     def h200(self):
         """{node id: outcome} as the H200 measured them ({} where none were)."""
@@ -55,8 +56,6 @@ class Library:
             pairs = (line.rstrip("\n").split(" ", 1) for line in handle if line.strip() and line[0] != "#")
             return {node: outcome for outcome, node in pairs}
 
-
-BEGIN, END = "<!-- suites:begin -->", "<!-- suites:end -->"
 
 #: (class, pattern in the failure's text), first match wins
 CLASSES = [
@@ -106,7 +105,7 @@ LIBRARIES = {
                      "h200-liger_kernel-0.8.5.txt", fetch_liger),
     "fla": Library("fla", "flash-linear-attention v0.5.2's own tests",
                    ["tests/ops/test_gla.py", "tests/ops/test_delta.py", "tests/modules/test_l2norm.py"],
-                   "h200-flash_linear_attention-0.5.2.txt", fetch_fla),
+                   "h200-flash_linear_attention-0.5.2.txt", fetch_fla, table="suites-fla"),
 }
 
 
@@ -229,14 +228,15 @@ def main(argv=None):
         totals = {column: {"passed": 0, "failed": 0, "skipped": 0, "classes": {}, "outcomes": {}, "seconds": 0.0}
                   for column in columns}
         for path in files:
-            results = {}
+            results, collected = {}, {}
             for mode, grid in columns:
                 extra = MODES[mode] + ([] if mode == "bare" or grid == "sequential" else ["--kwshim-grid", grid])
-                ids = collect(source, path, env, options.per_file, MODES[mode]) or \
-                    collect(source, path, env, options.per_file)
-                if not ids:
+                if mode not in collected:  # once per mode: its grids run the same tests
+                    collected[mode] = collect(source, path, env, options.per_file, MODES[mode]) or \
+                        collect(source, path, env, options.per_file)
+                if not collected[mode]:
                     break
-                results[mode, grid] = run_file(source, path, ids, env, extra, options.timeout)
+                results[mode, grid] = run_file(source, path, collected[mode], env, extra, options.timeout)
             if not results:
                 continue
             cells = []
@@ -260,8 +260,7 @@ def main(argv=None):
     table = "\n".join(lines).rstrip() + "\n"
     print(table)
     if options.readme:
-        begin, end = (marker.replace("suites:", f"suites-{library.name}:") if library.name != "liger" else marker
-                      for marker in (BEGIN, END))
+        begin, end = library.markers
         with open(options.readme) as handle:
             text = handle.read()
         start, stop = text.index(begin) + len(begin), text.index(end)

@@ -12,6 +12,7 @@ A new interpreter fix goes here: a probe of the gap, a replacement, one line in 
 """
 
 import ast
+import functools
 import sys
 
 import numpy as np
@@ -101,6 +102,7 @@ def _cpu_sort(original):
 _TENSOR_LOOPS = ("range",)
 
 
+@functools.lru_cache(maxsize=None)
 def _loop_variables(transformer_class):
     """``transformer_class`` (the release's ``ASTTransformer``) also assigning a ``range`` loop's
     variable to itself at the top of the body, which the release's own ``visit_Assign`` makes a tensor."""
@@ -122,6 +124,12 @@ def _loop_variables(transformer_class):
     return LoopVariables
 
 
+#: The kernels rewritten with tensor loop variables: ``InterpretedFunction``'s cache while the switch
+#: is on (Triton's own, of the unmended rewrites, is put back when it goes off), kept for the next
+#: activation as Triton keeps its own for the process (a rewrite reads the kernel's globals live).
+_REWRITTEN: dict = {}
+
+
 def _install_loop_variables(patch, interpreter):
     rewriter = getattr(interpreter, "FunctionRewriter", None)
     transformer = getattr(rewriter, "ast_transformer", None)
@@ -129,7 +137,7 @@ def _install_loop_variables(patch, interpreter):
     if transformer is None or function is None or not isinstance(vars(function).get("rewritten_fn"), dict):
         return
     patch.setattr(rewriter, "ast_transformer", _loop_variables(type(transformer))())
-    patch.setattr(function, "rewritten_fn", {})  # rewritten here, forgotten when the switch goes off
+    patch.setattr(function, "rewritten_fn", _REWRITTEN)
 
 
 def install(patch):
