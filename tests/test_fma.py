@@ -72,6 +72,21 @@ def test_the_double_rounding_case_of_the_issue():
     assert got.tolist() == [float(np.nextafter(np.float32(1), np.float32(2)))]
 
 
+def test_the_double_rounding_case_among_values_that_round_once_in_fp64():
+    """Only the elements whose fp64 sum is a midpoint of fp32 take the exact path: the case above,
+    both signs, among random values, and in subnormal results, each as the exact value rounds."""
+    a, b, c = _values("float32", 300, 4), _values("float32", 300, 5), _values("float32", 300, 6)
+    a[[7, 150]], b[[7, 150]], c[[7, 150]] = [24929, -24929], 673 * 2.0 ** -24, [2.0 ** -80, -2.0 ** -80]
+    a[299], b[299], c[299] = 2.0 ** -70, 2.0 ** -60, -(2.0 ** -140)
+    # 2**-127 + 2**-150 * (1 + 2**-36): fp64 rounds it onto a midpoint of subnormals (its low bits all 0)
+    a[298], b[298], c[298] = 2.0 ** -75 * (1 + 2.0 ** -12), 2.0 ** -75 * (1 - 4095 * 2.0 ** -24), 2.0 ** -127
+    got = fma(a, b, c)
+    assert got[298] == np.float32(2.0 ** -127 + 2.0 ** -149)
+    assert abs(got[7]) == got[7] == -got[150] == np.nextafter(np.float32(1), np.float32(2))
+    for x, y, z, result in zip(a.tolist(), b.tolist(), c.tolist(), got.tolist()):
+        assert result == rounded(Fraction(x) * Fraction(y) + Fraction(z), "float32"), (x, y, z, result)
+
+
 @pytest.mark.parametrize("name", ["float32", "float64"])
 def test_specials_are_ieee_s(name):
     kind = _type(name)

@@ -7,7 +7,9 @@ correctly rounded sums: proved algorithms using rounding to odd", IEEE TC 2008):
 odd with two bits more than the target rounds to nearest correctly. So:
 
 - fp16, bf16, fp32: the product is exact in fp64; ``p + c`` is rounded to odd in fp64 (53 bits),
-  then to the target (bf16 through fp32, rounded to odd again: ml_dtypes converts fp64 through fp32);
+  then to the target (bf16 through fp32, rounded to odd again: ml_dtypes converts fp64 through fp32).
+  Only where the plain fp64 sum can round differently (it is a midpoint of the target's neighbours,
+  ``_doubtful``) is the sum redone, rounded to odd: almost everywhere the fma costs one fp64 add;
 - fp64: the product is split exactly into high + low (Dekker), ``c + high`` is added exactly
   into t + u, ``u + low`` is rounded to odd and added to t, rounded to nearest (their algorithm 5).
 """
@@ -22,11 +24,43 @@ def fma(a, b, c):
     dtype = np.result_type(a, b, c)
     if dtype == np.float64:
         return _fma64(np.asarray(a, np.float64), np.asarray(b, np.float64), np.asarray(c, np.float64))
-    with np.errstate(invalid="ignore"):  # inf * 0 is NaN, as IEEE's
-        wide = _odd_sum(np.asarray(a, np.float64) * np.asarray(b, np.float64), np.asarray(c, np.float64))
-    if dtype == np.float32 or dtype == np.float16:
-        return wide.astype(dtype)
-    return _to_odd_fp32(wide).astype(dtype)  # bf16 (ml_dtypes): through fp32
+    with np.errstate(invalid="ignore", over="ignore"):  # inf * 0 is NaN, as IEEE's
+        product, addend = np.asarray(a, np.float64) * np.asarray(b, np.float64), np.asarray(c, np.float64)
+        nearest = product + addend
+        narrow = nearest.astype(np.float16 if dtype == np.float16 else np.float32)
+        result = narrow if narrow.dtype == dtype else narrow.astype(dtype)
+        doubtful = _doubtful(nearest, narrow, dtype)
+        if doubtful is None:
+            return result
+        product, addend = np.broadcast_arrays(product, addend)
+        exact = _odd_sum(product[doubtful], addend[doubtful])
+        result = np.array(np.broadcast_to(result, doubtful.shape))
+        result[doubtful] = exact.astype(dtype) if narrow.dtype == dtype else _to_odd_fp32(exact).astype(dtype)
+        return result
+
+
+#: fp64 significand bits below the last of fp32 and fp16, and their smallest normals
+_BELOW = {np.dtype(np.float32): (29, np.float32(2.0 ** -126)), np.dtype(np.float16): (42, np.float16(2.0 ** -14))}
+
+
+def _doubtful(nearest, narrow, dtype):
+    """Where ``narrow``, the fp64 sum ``nearest`` rounded to fp32 (fp16), may not be the exact
+    ``a * b + c`` rounded once (a mask, or None: nowhere); bf16 is rounded from ``narrow``.
+
+    Every midpoint of two neighbours of the target type is an fp64 number, and rounding to nearest
+    is monotonic: an exact value strictly on one side of a midpoint rounds in fp64 to that side or
+    onto it. So the fp64 sum rounds as the exact value does unless it *is* a midpoint: its bits below
+    the target's last are 100...0 (the overflow threshold among them); or, where the spacing is
+    subnormal, all 0. bf16 goes through fp32: the fp32 value must not be a bf16 midpoint either
+    (its low 16 bits 0x8000, subnormal ones too)."""
+    cut, tiny = _BELOW[narrow.dtype]
+    doubtful = (nearest.view(np.uint64) & np.uint64((1 << cut) - 1)) == np.uint64(1 << (cut - 1))
+    small = np.abs(narrow) <= tiny
+    if small.any():
+        doubtful |= small & (nearest != 0)
+    if narrow.dtype != dtype:
+        doubtful |= (narrow.view(np.uint32) & np.uint32(0xFFFF)) == np.uint32(0x8000)
+    return doubtful if doubtful.any() else None
 
 
 def _two_sum(x, y):

@@ -17,16 +17,25 @@ __all__ = ["gather", "scatter"]
 
 
 def _view(addresses, dtype):
-    """(a NumPy array of ``dtype`` over the span of ``addresses``, each address's index in it), or None."""
+    """(a NumPy array of ``dtype`` over the span of ``addresses``, each address's index in it, or
+    None where the addresses are that span's elements in order: one copy serves), or None."""
     addresses = addresses.view(np.int64) if addresses.dtype == np.uint64 else addresses.astype(np.int64)
-    low, high = int(addresses.min()), int(addresses.max())
-    offsets = addresses - low
     size = dtype.itemsize
+    rising = addresses.size < 2 or bool((addresses[1:] > addresses[:-1]).all())
+    if rising:  # row-major blocks: each address once, the span's ends at the ends
+        low, high = int(addresses[0]), int(addresses[-1])
+        if high - low == (addresses.size - 1) * size:  # rising by exactly one element: the span itself
+            span = (ctypes.c_char * (high - low + size)).from_address(low)
+            return np.frombuffer(span, dtype=dtype), None
+    else:
+        low, high = int(addresses.min()), int(addresses.max())
+    offsets = addresses - low
     shift = size.bit_length() - 1
     if size != 1 << shift or (size > 1 and (offsets & (size - 1)).any()):
         return None
     span = (ctypes.c_char * (high - low + size)).from_address(low)
-    return np.frombuffer(span, dtype=dtype), offsets >> shift if shift else offsets
+    indices = offsets >> shift if shift else offsets
+    return np.frombuffer(span, dtype=dtype), (indices, rising)
 
 
 def gather(addresses, dtype):
@@ -37,7 +46,7 @@ def gather(addresses, dtype):
     if found is None:
         return None
     memory, indices = found
-    return memory[indices]
+    return memory.copy() if indices is None else memory[indices[0]]
 
 
 def scatter(addresses, values):
@@ -49,7 +58,11 @@ def scatter(addresses, values):
     if found is None:
         return False
     memory, indices = found
-    if indices.size > 1 and not (indices[1:] > indices[:-1]).all() and np.unique(indices).size != indices.size:
+    if indices is None:
+        memory[...] = values
+        return True
+    indices, rising = indices
+    if not rising and np.unique(indices).size != indices.size:
         return False
     memory[indices] = values
     return True

@@ -83,10 +83,17 @@ def batched_builder_class(base):
             arg = next(a for a in args if isinstance(a, TensorHandle))
             shape = next(a for a in args if not isinstance(a, TensorHandle))  # a shape, or (3.6+) a block type
             shape = tuple(shape.shape if isinstance(shape, interpreter.tl.block_type) else shape)
-            rows = arg.data.reshape(arg.data.shape[0], -1)[:, 0]
-            data = np.empty((rows.shape[0],) + shape, dtype=interpreter._get_np_dtype(arg.dtype))
-            data[...] = rows.reshape((-1,) + (1,) * len(shape))
-            return handle(data, arg)
+            rows = arg.data.reshape(arg.data.shape[0], -1)[:, 0].astype(interpreter._get_np_dtype(arg.dtype))
+            # a read-only view, no copy: what reads it broadcasts anyway (an address block is made once, by addptr)
+            return handle(np.broadcast_to(rows.reshape((-1,) + (1,) * len(shape)), (rows.shape[0],) + shape), arg)
+
+        def create_addptr(self, ptr, offset):  # the interpreter's, in two passes over the block instead of three
+            width = max(1, ptr.get_element_ty().primitive_bitwidth // 8)  # int1: a byte
+            steps = np.multiply(offset.data, width, dtype=np.int64)
+            bases = ptr.data.view(np.int64)
+            if steps.shape == np.broadcast_shapes(steps.shape, bases.shape):
+                return TensorHandle(np.add(bases, steps, out=steps).view(np.uint64), ptr.dtype)
+            return TensorHandle((bases + steps).view(np.uint64), ptr.dtype)
 
         def create_unsplat(self, arg):
             return handle(np.ascontiguousarray(arg.data.reshape(arg.data.shape[0], -1)[:, 0]), arg)

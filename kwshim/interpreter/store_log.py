@@ -18,6 +18,8 @@ from . import memory
 
 __all__ = ["StoreLog"]
 
+_READ_AFTER_WRITE = "a program reads what another program (or itself, earlier) wrote in the launch"
+
 
 class _Record:
     """``every``: the addresses had no program axis (size 1): every program of the batch moved them."""
@@ -41,14 +43,26 @@ class _Record:
         """The program of each address: the first (or, ``first`` False, the last) that moved it."""
         if self.every:
             return np.full(self.addresses.size, 0 if first else self.every - 1)
-        mask = self.mask
-        counts = mask.reshape(mask.shape[0], -1).sum(axis=1) if mask.ndim > 1 else mask.astype(np.intp)
+        counts = self.counts()
         return np.repeat(np.arange(counts.size), counts)
+
+    def counts(self):
+        """How many addresses each program moved."""
+        mask = self.mask
+        return mask.reshape(mask.shape[0], -1).sum(axis=1) if mask.ndim > 1 else mask.astype(np.intp)
+
+    def same_elements(self, other):
+        """Whether ``other`` moved exactly these addresses, each once and by the same program (an
+        in-place update: a load, then a store to the same elements)."""
+        return (not self.every and not other.every and self.addresses.size == other.addresses.size
+                and self.increasing() and other.increasing() and np.array_equal(self.addresses, other.addresses)
+                and np.array_equal(self.counts(), other.counts()))
 
     def span(self):
         """(lowest, highest) address, or None: computed once, as records are compared pairwise."""
         if self._span is None and self.addresses.size:
-            self._span = (self.addresses.min(), self.addresses.max())
+            addresses = self.addresses
+            self._span = (addresses[0], addresses[-1]) if self.increasing() else (addresses.min(), addresses.max())
         return self._span
 
 
@@ -94,9 +108,13 @@ class StoreLog:
             for store in self.stores + self.atomics:
                 if _apart(load.span(), store.span()):
                     continue
+                if store.same_elements(load):  # each program its own elements: only its own order counts
+                    if store.step < load.step:
+                        return _READ_AFTER_WRITE
+                    continue
                 first, last = _storers_and_loaders(store, load)
                 if ((first < last) | ((first == last) & (store.step < load.step))).any():
-                    return "a program reads what another program (or itself, earlier) wrote in the launch"
+                    return _READ_AFTER_WRITE
         return None
 
     def _atomics_conflict(self):
@@ -148,8 +166,6 @@ def _storers_and_loaders(store, load):
     """For each address both records reach: the first program that stores it, the last that loads it."""
     if store.increasing() and load.increasing():  # each address once in each: match them by search
         stored, loaded = store.addresses, load.addresses
-        if stored.size == loaded.size and np.array_equal(stored, loaded):  # an in-place update
-            return store.programs(first=True), load.programs(first=False)
         at = np.minimum(np.searchsorted(stored, loaded), stored.size - 1)
         hit = stored[at] == loaded
         return store.programs(first=True)[at[hit]], load.programs(first=False)[hit]
