@@ -38,6 +38,12 @@ def test_tensors_asked_for_on_cuda_live_on_the_cpu_and_kernels_run():
         assert x.is_cuda and linear.weight.is_cuda  # Liger's `assert input.is_cuda`
         add[(4,)](x, y, out, 100, BLOCK=32)
         assert torch.equal(out, x + 1)
+        generator = torch.Generator(device="cuda").manual_seed(83)  # Liger's selective_log_softmax tests
+        drawn = torch.randn(4, generator=generator, device="cuda")
+        assert generator.device.type == "cpu" and isinstance(generator, torch.Generator)
+        assert isinstance(torch.default_generator, torch.Generator)
+        assert torch.equal(drawn, torch.randn(4, generator=torch.Generator().manual_seed(83)))
+    assert torch.Generator is torch._C.Generator
 
 
 def test_torch_cuda_answers_as_one_h200():

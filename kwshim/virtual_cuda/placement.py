@@ -1,6 +1,6 @@
 """Tensors asked for on ``"cuda"`` live on the CPU: torch's factories (every ``torch`` function
 documented with a ``device`` argument: ``randn``, ``empty``, ``tensor``, ``arange``, ``*_like``, ...)
-and ``Tensor.new_*`` get ``"cpu"`` for a ``"cuda"``/``"cuda:N"``/``torch.device("cuda")`` device and
+``Tensor.new_*`` and ``torch.Generator`` get ``"cpu"`` for a ``"cuda"``/``"cuda:N"``/``torch.device("cuda")`` device and
 no ``pin_memory``; ``Tensor.to`` gets it for a positional device too; ``Tensor.cuda()`` and
 ``pin_memory()`` are the tensor itself. Modules' ``.cuda()`` and ``.to("cuda")`` go through them.
 
@@ -48,6 +48,25 @@ def _placing(function):
     return placed
 
 
+def _generator_class(generator):
+    """``torch.Generator`` making a CPU generator for ``device="cuda"``; every generator (the
+    default ones among them) is still an instance of it."""
+    class Meta(type(generator)):
+        def __instancecheck__(cls, instance):
+            return isinstance(instance, generator)
+
+        def __subclasscheck__(cls, subclass):
+            return issubclass(subclass, generator)
+
+    class Generator(generator, metaclass=Meta):
+        __doc__ = generator.__doc__
+
+        def __new__(cls, device="cpu"):
+            return generator(_on_cpu(device))
+
+    return Generator
+
+
 def factory_names():
     """The ``torch`` functions documented with a ``device`` argument (39 in torch 2.13)."""
     import torch
@@ -72,6 +91,7 @@ def install(patch) -> None:
         return to(self, *(_on_cpu(arg) for arg in args), **{k: _on_cpu(v) for k, v in kwargs.items()})
 
     patch.setattr(tensor, "to", moved)
+    patch.setattr(torch, "Generator", _generator_class(torch.Generator))
     patch.setattr(tensor, "cuda", lambda self, *args, **kwargs: self)
     patch.setattr(tensor, "pin_memory", lambda self, *args, **kwargs: self)
     patch.setattr(tensor, "is_pinned", lambda self, *args, **kwargs: False)
