@@ -36,6 +36,12 @@ def _refusing(name):
     return refuse
 
 
+def _refusing_class(name):
+    """A class that refuses to be made: still a type where a library only names it (transformers 5
+    annotates ``-> torch.cuda.CUDAGraph | None`` at import)."""
+    return type(name, (), {"__new__": lambda cls, *args, **kwargs: _refusing(name)(), "__module__": "torch.cuda"})
+
+
 class _Properties:
     """``torch.cuda.get_device_properties``'s answer for the stated GPU."""
 
@@ -192,9 +198,10 @@ def install(patch, gpu) -> None:
                                                                      gpu.total_memory))[1],
     }
     for name in ("memory_allocated", "max_memory_allocated", "reset_peak_memory_stats", "memory_reserved",
-                 "max_memory_reserved", "reset_max_memory_allocated", "memory_stats",
-                 "CUDAGraph", "graph", "make_graphed_callables"):
+                 "max_memory_reserved", "reset_max_memory_allocated", "memory_stats", "make_graphed_callables"):
         answers[name] = _refusing(name)
+    for name in ("CUDAGraph", "graph"):
+        answers[name] = _refusing_class(name)
     for name, value in answers.items():
         if hasattr(cuda, name):
             patch.setattr(cuda, name, value)
