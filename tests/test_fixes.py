@@ -97,3 +97,32 @@ def test_a_range_loop_variable_is_a_tensor_under_the_switch_and_the_rewriter_is_
     assert vars(interpreter.InterpretedFunction)["rewritten_fn"] is cache
     with pytest.raises(Exception, match="'int' object has no attribute 'to'"):
         loop_variables[(1,)](out, 4)  # and bare again once the switch is off
+
+
+@triton.jit
+def strided_sum(x_ptr, out_ptr, n_cols, BLOCK: tl.constexpr):
+    """Liger's cross_entropy and jsd loop ``for i in range(0, n_cols, BLOCK_SIZE)`` on an argument."""
+    total = tl.zeros((BLOCK,), dtype=tl.float32)
+    for i in range(0, n_cols, BLOCK):
+        offsets = i + tl.arange(0, BLOCK)
+        total += tl.load(x_ptr + offsets, mask=offsets < n_cols, other=0.0)
+    tl.store(out_ptr, tl.sum(total, axis=0))
+
+
+@needs_block_loads
+@pytest.mark.parametrize("grid", ["sequential", "batched"])
+def test_a_range_over_a_scalar_argument_takes_no_deprecated_conversion_under_the_switch(grid):
+    """Up to 3.6 the interpreter takes ``int()`` of the argument's one-element array: NumPy 1.25-2.4
+    warn, 2.5 refuses. Under the switch no release warns; afterwards the interpreter's own form is back."""
+    import warnings
+
+    from triton.runtime import interpreter
+
+    before, index = vars(interpreter).get("_patch_lang_tensor"), vars(tl.core.tensor).get("__index__")
+    x, out = torch.arange(10, dtype=torch.float32), torch.zeros(1)
+    with kwshim.activate(grid=grid), warnings.catch_warnings():
+        warnings.simplefilter("error", DeprecationWarning)
+        strided_sum[(1,)](x, out, 10, BLOCK=4)
+    assert out.item() == 45.0
+    assert vars(interpreter).get("_patch_lang_tensor") is before
+    assert vars(tl.core.tensor).get("__index__") is index

@@ -6,7 +6,10 @@ compiled Triton runs, the gap is filled while the switch is on (probed on the in
 - a ``for`` loop's variable a tensor, as compiled Triton's is: the interpreter runs the loop in
   Python, where ``for i in range(n): i.to(tl.int64)`` fails (``'int' object has no attribute
   'to'``; flash-linear-attention's delta-rule kernels do this). On 3.2 and later, whose interpreter
-  rewrites a kernel's source (``ASTTransformer``); 3.0 and 3.1 keep the gap.
+  rewrites a kernel's source (``ASTTransformer``); 3.0 and 3.1 keep the gap;
+- a scalar's ``__index__`` (``range(0, n_cols, BLOCK)`` on an argument): up to 3.6 the interpreter takes
+  ``int()`` of a one-element array, which NumPy 1.25 deprecates and NumPy 2.5 refuses ("only
+  0-dimensional arrays can be converted to Python scalars"); 3.7's own form squeezes it first.
 
 A new interpreter fix goes here: a probe of the gap, a replacement, one line in ``install``.
 """
@@ -14,6 +17,8 @@ A new interpreter fix goes here: a probe of the gap, a replacement, one line in 
 import ast
 import functools
 import sys
+import types
+import warnings
 
 import numpy as np
 
@@ -140,8 +145,61 @@ def _install_loop_variables(patch, interpreter):
     patch.setattr(function, "rewritten_fn", _REWRITTEN)
 
 
+def _scalar_index(self):
+    return int(self.handle.data.squeeze())  # 3.7's own
+
+
+def _installed_index(patch_tensor):
+    """The ``__index__`` that the interpreter's ``_patch_lang_tensor`` gives a tensor class, or None:
+    through a scope's ``set_attr`` (3.6+) or set directly (up to 3.5)."""
+    installed = {}
+    recorder = types.SimpleNamespace(set_attr=lambda owner, name, value: installed.setdefault(name, value))
+    probe = type("Probe", (), {})
+    try:
+        patch_tensor(probe, recorder)
+    except TypeError:
+        try:
+            patch_tensor(probe)
+        except Exception:  # noqa: S110  (another signature: not what this probe looks for)
+            return None
+        return vars(probe).get("__index__")
+    except Exception:
+        return None
+    return installed.get("__index__")
+
+
+def _mended_tensor_patch(interpreter):
+    """The interpreter's ``_patch_lang_tensor`` also giving ``tl.tensor`` an ``__index__`` that takes a
+    one-element array, where the installed one does not (probed on a scalar handle), or None."""
+    patch_tensor = vars(interpreter).get("_patch_lang_tensor")
+    index = None if patch_tensor is None else _installed_index(patch_tensor)
+    if index is None:
+        return None
+    scalar = types.SimpleNamespace(handle=types.SimpleNamespace(data=np.array([3], np.int32)))
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            if index(scalar) == 3:
+                return None
+    except (TypeError, DeprecationWarning):
+        pass
+
+    def patch_lang_tensor(tensor, *args, **kwargs):
+        result = patch_tensor(tensor, *args, **kwargs)
+        scope = args[0] if args else kwargs.get("scope")
+        if scope is not None:
+            scope.set_attr(tensor, "__index__", _scalar_index)  # the scope restores the interpreter's afterwards
+        else:
+            tensor.__index__ = _scalar_index  # up to 3.5, set for good: the switch's patch puts it back
+        return result
+
+    patch_lang_tensor.__wrapped__ = patch_tensor
+    return patch_lang_tensor
+
+
 def install(patch):
-    """Fill the installed interpreter's gaps through ``patch``: ``tl.sort``, the builder's, loop variables."""
+    """Fill the installed interpreter's gaps through ``patch``: ``tl.sort``, the builder's, loop
+    variables, a scalar's index."""
     import triton.language as tl
     from triton.runtime import interpreter
 
@@ -157,3 +215,7 @@ def install(patch):
         for name, replacement in _builder_gaps(builder_class):
             patch.setattr(builder_class, name, replacement)
     _install_loop_variables(patch, interpreter)
+    mended = _mended_tensor_patch(interpreter)
+    if mended is not None:
+        patch.setattr(tl.core.tensor, "__index__", _scalar_index)  # what a launch sets, put back at the end
+        patch.setattr(interpreter, "_patch_lang_tensor", mended)
