@@ -283,7 +283,7 @@ def _summary(release, columns, totals, h200):
         if mode != "device" or not h200:
             continue
         passing, ran, wrong = _h200_match(total["outcomes"], h200)
-        share = f" ({100 * passing / ran:.0f}%)" if ran else ""
+        share = f" ({100 * passing / ran:.1f}%)" if ran else ""
         lines.append(f"**Triton {release}, the device (grid {grid})**: of the {ran} tests here that the H200 passes, "
                      f"{passing} pass{share}; pass here where the H200 fails: {len(wrong)}"
                      + (f" ({', '.join(wrong)})" if wrong else "") + "; not run on the H200: "
