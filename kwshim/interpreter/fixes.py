@@ -18,7 +18,6 @@ import ast
 import functools
 import sys
 import types
-import warnings
 
 import numpy as np
 
@@ -145,6 +144,16 @@ def _install_loop_variables(patch, interpreter):
     patch.setattr(function, "rewritten_fn", _REWRITTEN)
 
 
+class _StrictArray(np.ndarray):
+    """An array as NumPy 2.5 converts it: ``int()`` of one with dimensions is a TypeError (a probe
+    that raises no warning, which would leave a registry in the interpreter's module)."""
+
+    def __int__(self):
+        if self.ndim:
+            raise TypeError("only 0-dimensional arrays can be converted to Python scalars")
+        return int(self.item())
+
+
 def _scalar_index(self):
     return int(self.handle.data.squeeze())  # 3.7's own
 
@@ -175,13 +184,11 @@ def _mended_tensor_patch(interpreter):
     index = None if patch_tensor is None else _installed_index(patch_tensor)
     if index is None:
         return None
-    scalar = types.SimpleNamespace(handle=types.SimpleNamespace(data=np.array([3], np.int32)))
+    scalar = types.SimpleNamespace(handle=types.SimpleNamespace(data=np.array([3], np.int32).view(_StrictArray)))
     try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("error")
-            if index(scalar) == 3:
-                return None
-    except (TypeError, DeprecationWarning):
+        if index(scalar) == 3:
+            return None
+    except TypeError:
         pass
 
     def patch_lang_tensor(tensor, *args, **kwargs):
