@@ -106,7 +106,7 @@ def strided_sum(x_ptr, out_ptr, n_cols, BLOCK: tl.constexpr):
     for i in range(0, n_cols, BLOCK):
         offsets = i + tl.arange(0, BLOCK)
         total += tl.load(x_ptr + offsets, mask=offsets < n_cols, other=0.0)
-    tl.store(out_ptr, tl.sum(total, axis=0))
+    tl.store(out_ptr + tl.arange(0, BLOCK), total)  # no tl.sum: 2.3's interpreter cannot reduce to a scalar
 
 
 @needs_block_loads
@@ -119,10 +119,10 @@ def test_a_range_over_a_scalar_argument_takes_no_deprecated_conversion_under_the
     from triton.runtime import interpreter
 
     before, index = vars(interpreter).get("_patch_lang_tensor"), vars(tl.core.tensor).get("__index__")
-    x, out = torch.arange(10, dtype=torch.float32), torch.zeros(1)
+    x, out = torch.arange(10, dtype=torch.float32), torch.zeros(4)
     with kwshim.activate(grid=grid), warnings.catch_warnings():
         warnings.simplefilter("error", DeprecationWarning)
         strided_sum[(1,)](x, out, 10, BLOCK=4)
-    assert out.item() == 45.0
+    assert out.tolist() == [12.0, 15.0, 8.0, 10.0]  # 0+4+8, 1+5+9, 2+6, 3+7
     assert vars(interpreter).get("_patch_lang_tensor") is before
     assert vars(tl.core.tensor).get("__index__") is index

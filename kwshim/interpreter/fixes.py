@@ -165,16 +165,15 @@ def _installed_index(patch_tensor):
     recorder = types.SimpleNamespace(set_attr=lambda owner, name, value: installed.setdefault(name, value))
     probe = type("Probe", (), {})
     try:
-        patch_tensor(probe, recorder)
+        patch_tensor(probe, recorder)  # 3.6+: (tensor, scope); 2.3: (tensor, builder)
     except TypeError:
         try:
-            patch_tensor(probe)
+            patch_tensor(probe)  # 2.2, 3.0-3.5: (tensor)
         except Exception:  # noqa: S110  (another signature: not what this probe looks for)
             return None
-        return vars(probe).get("__index__")
     except Exception:
         return None
-    return installed.get("__index__")
+    return installed.get("__index__") or vars(probe).get("__index__")
 
 
 def _mended_tensor_patch(interpreter):
@@ -194,7 +193,7 @@ def _mended_tensor_patch(interpreter):
     def patch_lang_tensor(tensor, *args, **kwargs):
         result = patch_tensor(tensor, *args, **kwargs)
         scope = args[0] if args else kwargs.get("scope")
-        if scope is not None:
+        if hasattr(scope, "set_attr"):
             scope.set_attr(tensor, "__index__", _scalar_index)  # the scope restores the interpreter's afterwards
         else:
             tensor.__index__ = _scalar_index  # up to 3.5, set for good: the switch's patch puts it back
