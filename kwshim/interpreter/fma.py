@@ -29,7 +29,7 @@ def fma(a, b, c):
         nearest = product + addend
         narrow = nearest.astype(np.float16 if dtype == np.float16 else np.float32)
         result = narrow if narrow.dtype == dtype else narrow.astype(dtype)
-        doubtful = _doubtful(nearest, narrow, dtype) if _FAST.get(np.dtype(dtype).name) else np.ones_like(narrow, bool)
+        doubtful = _doubtful(nearest, narrow, dtype) if np.dtype(dtype).name in _FAST else np.ones_like(narrow, bool)
         if doubtful is None:
             return result
         product, addend = np.broadcast_arrays(product, addend)
@@ -40,7 +40,7 @@ def fma(a, b, c):
 
 
 #: The types whose midpoints ``_doubtful`` knows (any other, fp8 among them, takes the exact path everywhere)
-_FAST = {"float32": True, "float16": True, "bfloat16": True}
+_FAST = frozenset({"float32", "float16", "bfloat16"})
 
 #: fp64 significand bits below the last of fp32 and fp16, and their smallest normals
 _BELOW = {np.dtype(np.float32): (29, np.float32(2.0 ** -126)), np.dtype(np.float16): (42, np.float16(2.0 ** -14))}

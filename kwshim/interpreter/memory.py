@@ -16,17 +16,19 @@ import numpy as np
 __all__ = ["gather", "scatter"]
 
 
-def _view(addresses, dtype):
-    """(a NumPy array of ``dtype`` over the span of ``addresses``, each address's index in it, or
-    None where the addresses are that span's elements in order: one copy serves), or None."""
+def _view(addresses, dtype, rising=None):
+    """(a NumPy array of ``dtype`` over the span of ``addresses``, each address's index in it or None
+    where the addresses are that span's elements in order: one copy serves, whether the addresses
+    rise), or None. ``rising``: whether they rise strictly, where the caller knows it already."""
     addresses = addresses.view(np.int64) if addresses.dtype == np.uint64 else addresses.astype(np.int64)
     size = dtype.itemsize
-    rising = addresses.size < 2 or bool((addresses[1:] > addresses[:-1]).all())
+    if rising is None:
+        rising = addresses.size < 2 or bool((addresses[1:] > addresses[:-1]).all())
     if rising:  # row-major blocks: each address once, the span's ends at the ends
         low, high = int(addresses[0]), int(addresses[-1])
         if high - low == (addresses.size - 1) * size:  # rising by exactly one element: the span itself
             span = (ctypes.c_char * (high - low + size)).from_address(low)
-            return np.frombuffer(span, dtype=dtype), None
+            return np.frombuffer(span, dtype=dtype), None, True
     else:
         low, high = int(addresses.min()), int(addresses.max())
     offsets = addresses - low
@@ -34,34 +36,32 @@ def _view(addresses, dtype):
     if size != 1 << shift or (size > 1 and (offsets & (size - 1)).any()):
         return None
     span = (ctypes.c_char * (high - low + size)).from_address(low)
-    indices = offsets >> shift if shift else offsets
-    return np.frombuffer(span, dtype=dtype), (indices, rising)
+    return np.frombuffer(span, dtype=dtype), offsets >> shift if shift else offsets, rising
 
 
-def gather(addresses, dtype):
+def gather(addresses, dtype, rising=None):
     """The values of ``dtype`` at ``addresses`` (a 1-D array of them), or None where no view serves."""
     if not addresses.size:
         return np.empty(0, dtype)
-    found = _view(addresses, dtype)
+    found = _view(addresses, dtype, rising)
     if found is None:
         return None
-    memory, indices = found
-    return memory.copy() if indices is None else memory[indices[0]]
+    memory, indices, _ = found
+    return memory.copy() if indices is None else memory[indices]
 
 
-def scatter(addresses, values):
+def scatter(addresses, values, rising=None):
     """Write ``values`` at ``addresses``; False (nothing written) where no view serves: misaligned,
     or an address twice."""
     if not addresses.size:
         return True
-    found = _view(addresses, values.dtype)
+    found = _view(addresses, values.dtype, rising)
     if found is None:
         return False
-    memory, indices = found
+    memory, indices, rising = found
     if indices is None:
         memory[...] = values
         return True
-    indices, rising = indices
     if not rising and np.unique(indices).size != indices.size:
         return False
     memory[indices] = values

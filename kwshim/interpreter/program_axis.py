@@ -129,11 +129,11 @@ def batched_builder_class(base):
                 ptr_data, mask_data, other_data = _common(ptrs.data, mask.data, other.data)
             every = mask_data.all()
             addresses = ptr_data.reshape(-1) if every else ptr_data[mask_data]
-            self.kwshim_batch.log.load(addresses, mask_data)
+            record = self.kwshim_batch.log.load(addresses, mask_data)
             element = ptrs.get_element_ty()
             numpy_type = np.dtype(interpreter._get_np_dtype(element))
-            loaded = memory.gather(addresses, numpy_type) if addresses.size >= _GATHER_FROM and \
-                numpy_type.kind != "b" else None
+            loaded = memory.gather(addresses, numpy_type, record.increasing()) \
+                if addresses.size >= _GATHER_FROM and numpy_type.kind != "b" else None
             if loaded is None:  # the native loop
                 other = None if other is None else TensorHandle(other_data, other.dtype.scalar)
                 return base.create_masked_load(self, TensorHandle(ptr_data, ptrs.dtype.scalar),

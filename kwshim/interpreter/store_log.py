@@ -78,7 +78,10 @@ class StoreLog:
         return len(self.loads) + len(self.stores) + len(self.atomics)
 
     def load(self, addresses, mask):
-        self.loads.append(_Record(addresses, None, mask, self._step(), self.programs))
+        """The load's record (whose ``increasing()`` the gather reads, computed once for both)."""
+        record = _Record(addresses, None, mask, self._step(), self.programs)
+        self.loads.append(record)
+        return record
 
     def store(self, addresses, values, mask):
         self.stores.append(_Record(addresses, values, mask, self._step(), self.programs))
@@ -142,7 +145,7 @@ class StoreLog:
     def _commit_stores(self, native_store):
         if not self._ordered:
             for record in self.stores:
-                if not memory.scatter(record.addresses, record.values):
+                if not memory.scatter(record.addresses, record.values, record.increasing()):
                     native_store(record.addresses, record.values)
             return
         native_store(*_in_loop_order(self.stores))
