@@ -158,20 +158,6 @@ def test_stores_to_one_address_leave_the_last_program_s_value():
 
 
 @triton.jit
-def early_return(out_ptr, n):
-    pid = tl.program_id(0)
-    if pid >= n:
-        return
-    tl.store(out_ptr + pid, pid + 1)
-
-
-@triton.jit
-def persistent(out_ptr, n, PROGRAMS: tl.constexpr):
-    for i in range(tl.program_id(0), n, PROGRAMS):
-        tl.store(out_ptr + i, i * 2)
-
-
-@triton.jit
 def chained(out_ptr):
     pid = tl.program_id(0)  # each program reads what the one before it wrote
     previous = tl.load(out_ptr + pid)
@@ -217,8 +203,6 @@ def transposed(x_ptr, out_ptr):
 @batching
 @needs_block_loads
 @pytest.mark.parametrize("kernel, grid, make, extra, reason", [
-    (early_return, (8,), lambda: (torch.zeros(8, dtype=torch.int32),), (5,), "Python control flow"),
-    (persistent, (3,), lambda: (torch.zeros(10, dtype=torch.int32),), (10, 3), "Python control flow"),
     (chained, (6,), lambda: (torch.zeros(7, dtype=torch.int32),), (), "a program reads what another program"),
     (counter, (9,), lambda: (torch.zeros(1, dtype=torch.int32),), (), "a program reads what another program"),
     (spin_lock, (5,), lambda: (torch.zeros(1, dtype=torch.int32), torch.zeros(1, dtype=torch.int32)), (),

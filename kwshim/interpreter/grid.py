@@ -28,6 +28,8 @@ _INTERPRETER = "triton.runtime.interpreter"
 _FIRST_CHUNK = 64
 _CHUNK_ELEMENTS = 2 ** 22
 _MOST_PROGRAMS = 4096
+_FREE_SPLITS = 8
+_SHORTEST_RUN = 4
 
 #: kernel function -> why its last batch fell back (the next launch runs the loop at once).
 _FALLBACKS: Dict[object, str] = {}
@@ -127,7 +129,11 @@ def _sequential(fn, args, grid, first=0):
 
 
 def _run(fn, args, grid):
-    """The programs of a launch, batched where the kernel has not fallen back before."""
+    """The programs of a launch, batched where the kernel has not fallen back before. A batch whose
+    Python control flow differs between its programs runs again as the leading run of programs that
+    agree (``Diverged``); the rest follow, as the next chunks."""
+    from .program_axis import Diverged, Fallback
+
     builder = _builder()
     builder.set_grid_dim(*grid)
     total = grid[0] * grid[1] * grid[2]
@@ -135,16 +141,19 @@ def _run(fn, args, grid):
         known = fn in _FALLBACKS
     if known or total <= 1:
         return _sequential(fn, args, grid)
-    first, chunk = 0, _FIRST_CHUNK
+    first, chunk, splits = 0, _FIRST_CHUNK, 0
     while first < total:
         count = min(chunk, total - first)
         try:
             log = _batch(fn, args, grid, first, count)
             reason = log.conflict()
         except Exception as exc:  # anything a batch cannot do, the loop does (or raises as Triton raises)
-            from .program_axis import Fallback
-
-            reason = exc.reason if isinstance(exc, Fallback) else f"{type(exc).__name__} in a batch: {exc}"
+            cause = _fallback_in(exc, Fallback)
+            if isinstance(cause, Diverged) and count > 1 and not _too_split(splits + 1, first):
+                splits += 1
+                chunk = cause.leading_run()
+                continue
+            reason = cause.reason if cause is not None else f"{type(exc).__name__} in a batch: {exc}"
         if reason is not None:
             with _FALLBACK_LOCK:
                 _FALLBACKS[fn] = reason
@@ -156,11 +165,30 @@ def _run(fn, args, grid):
     return None
 
 
+def _too_split(splits, done):
+    """Whether a launch splits so often that its runs average fewer than ``_SHORTEST_RUN`` programs
+    (each split costs a batch that was not used): then the loop is faster."""
+    return splits > _FREE_SPLITS and done < _SHORTEST_RUN * splits
+
+
+def _fallback_in(exc, kind):
+    """The ``kind`` exception that ``exc`` is or wraps (a jitted function the kernel calls wraps what it
+    raises in ``InterpreterError``), or None."""
+    seen = set()
+    while exc is not None and id(exc) not in seen:
+        if isinstance(exc, kind):
+            return exc
+        seen.add(id(exc))
+        exc = exc.__cause__ or exc.__context__
+    return None
+
+
 def _batch(fn, args, grid, first, count):
     """Run the programs ``first .. first + count - 1`` together; their stores are deferred in the
     returned ``StoreLog``."""
     from ..patching import Patch
     from . import program_axis
+    from . import program_range
     from .store_log import StoreLog
 
     builder = _builder()
@@ -173,6 +201,8 @@ def _batch(fn, args, grid, first, count):
         patch.setattr(builder, "__class__", program_axis.batched_builder_class(type(builder)))
         patch.setattr(builder, "kwshim_batch", batch)
         for owner, name, value in program_axis.reduce_scan_entries() + program_axis.tensor_entries():
+            patch.set(owner, name, value)
+        for owner, name, value in program_range.range_entries(fn):
             patch.set(owner, name, value)
         fn(**args)
     return log

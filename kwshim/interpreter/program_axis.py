@@ -33,7 +33,7 @@ import numpy as np
 
 from . import memory
 
-__all__ = ["Fallback", "batched_builder_class", "reduce_scan_entries", "tensor_entries"]
+__all__ = ["Fallback", "Diverged", "batched_builder_class", "reduce_scan_entries", "tensor_entries"]
 
 #: A load of at least this many elements is one NumPy gather (``memory``), not the native loop.
 _GATHER_FROM = 256
@@ -47,6 +47,20 @@ class Fallback(Exception):
     def __init__(self, reason):
         super().__init__(reason)
         self.reason = reason
+
+
+class Diverged(Fallback):
+    """Python control flow that differs between programs: ``values`` holds each program's value
+    (one per program of the batch), so that the batch can split into runs of programs that agree."""
+
+    def __init__(self, values):
+        super().__init__("Python control flow (if, while, range) on a value that differs between programs")
+        self.values = np.asarray(values).reshape(-1)
+
+    def leading_run(self):
+        """How many programs, from the batch's first, share its value."""
+        differs = np.flatnonzero(self.values != self.values[0])
+        return int(differs[0]) if differs.size else self.values.size
 
 
 def _common(*arrays):
@@ -283,9 +297,11 @@ def _per_program(data):
     """The one value all programs share of a scalar's ``data``, or ``Fallback``."""
     if data.size == 1:
         return data.reshape(-1)[0]
-    if data.ndim == 1 and (data == data[0]).all():
+    if data.ndim != 1:
+        raise Fallback("Python control flow (if, while, range) on a block")
+    if (data == data[0]).all():
         return data[0]
-    raise Fallback("Python control flow (if, while, range) on a value that differs between programs")
+    raise Diverged(data)
 
 
 def tensor_entries():

@@ -18,6 +18,8 @@ from . import memory
 
 __all__ = ["StoreLog"]
 
+#: A cluster of writes is marked where its span is at most this many times its elements.
+_COMPACT = 4
 _READ_AFTER_WRITE = "a program reads what another program (or itself, earlier) wrote in the launch"
 
 
@@ -100,15 +102,16 @@ class StoreLog:
         reason = self._atomics_conflict()
         if reason is not None:
             return reason
-        for i, record in enumerate(self.stores):
-            for other in self.stores[:i]:
-                if _apart(record.span(), other.span()) or not np.intersect1d(record.addresses, other.addresses).size:
-                    continue
-                if record.values.dtype.itemsize != other.values.dtype.itemsize:
-                    return "stores of two element sizes reach one address"
-                self._ordered = True
+        writes = self.stores + self.atomics
+        marks = _Marks.of(writes)
+        if marks is None or marks.overlap:
+            reason = self._stores_conflict()
+            if reason is not None:
+                return reason
+        if marks is not None:
+            return _READ_AFTER_WRITE if any(marks.read_after_write(load) for load in self.loads) else None
         for load in self.loads:
-            for store in self.stores + self.atomics:
+            for store in writes:
                 if _apart(load.span(), store.span()):
                     continue
                 if store.same_elements(load):  # each program its own elements: only its own order counts
@@ -118,6 +121,18 @@ class StoreLog:
                 first, last = _storers_and_loaders(store, load)
                 if ((first < last) | ((first == last) & (store.step < load.step))).any():
                     return _READ_AFTER_WRITE
+        return None
+
+    def _stores_conflict(self):
+        """Two stores that reach one address: of two element sizes (the loop's bytes cannot be
+        given), or ordered element by element at ``commit``."""
+        for i, record in enumerate(self.stores):
+            for other in self.stores[:i]:
+                if _apart(record.span(), other.span()) or not np.intersect1d(record.addresses, other.addresses).size:
+                    continue
+                if record.values.dtype.itemsize != other.values.dtype.itemsize:
+                    return "stores of two element sizes reach one address"
+                self._ordered = True
         return None
 
     def _atomics_conflict(self):
@@ -149,6 +164,76 @@ class StoreLog:
                     native_store(record.addresses, record.values)
             return
         native_store(*_in_loop_order(self.stores))
+
+
+class _Marks:
+    """The batch's writes marked on their addresses, one array per cluster of overlapping spans: for
+    each element, the first program that writes it and that program's first step. A load then
+    conflicts, in one gather, where that program is before the loader, or is the loader, earlier.
+    ``of`` gives None where the writes cannot be marked so (an address twice in one record, spans
+    much larger than the elements, addresses off the element grid): the pairwise checks run instead."""
+
+    _NOBODY = np.iinfo(np.int32).max
+
+    def __init__(self):
+        self.clusters, self.overlap = [], False  # overlap: two records reach one address
+
+    @classmethod
+    def of(cls, records):
+        records = sorted((r for r in records if r.addresses.size), key=lambda r: r.step)
+        if not all(r.increasing() for r in records):
+            return None
+        marks = cls()
+        for low, high, members in _clusters(records):
+            unit = min(r.values.dtype.itemsize for r in members)
+            size = int(high - low) // unit + 1
+            if size > max(_COMPACT * sum(r.addresses.size for r in members), 1 << 16):
+                return None
+            first_program = np.full(size, cls._NOBODY, np.int32)
+            first_step = np.zeros(size, np.int32)
+            for record in members:
+                offsets = record.addresses - low
+                if (offsets % unit).any():
+                    return None
+                offsets //= unit
+                programs = record.programs(first=True)
+                current = first_program[offsets]
+                marks.overlap = marks.overlap or bool((current != cls._NOBODY).any())
+                earlier = programs < current  # records come in step order: an equal program was earlier
+                first_program[offsets[earlier]] = programs[earlier]
+                first_step[offsets[earlier]] = record.step
+            marks.clusters.append((low, high, unit, first_program, first_step))
+        return marks
+
+    def read_after_write(self, load):
+        """Whether ``load`` reads an element that a program before its own, or its own earlier, wrote."""
+        span = load.span()
+        for low, high, unit, first_program, first_step in self.clusters:
+            if span is None or _apart(span, (low, high)):
+                continue
+            addresses, programs = load.addresses, load.programs(first=False)
+            offsets = addresses - low
+            inside = (addresses >= low) & (addresses <= high) & (offsets % unit == 0)
+            offsets, programs = offsets[inside] // unit, programs[inside]
+            writer = first_program[offsets]
+            if ((writer < programs) | ((writer == programs) & (first_step[offsets] < load.step))).any():
+                return True
+        return False
+
+
+def _clusters(records):
+    """(low, high, records) for each set of records whose spans overlap, directly or in a chain."""
+    clusters = []
+    for record in sorted(records, key=lambda r: r.span()[0]):
+        low, high = record.span()
+        if clusters and low <= clusters[-1][1]:
+            clusters[-1][1] = max(clusters[-1][1], high)
+            clusters[-1][2].append(record)
+        else:
+            clusters.append([low, high, [record]])
+    for low, high, members in clusters:
+        members.sort(key=lambda r: r.step)
+    return clusters
 
 
 def _in_loop_order(records):
