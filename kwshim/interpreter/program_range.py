@@ -38,10 +38,11 @@ def program_range(*args):
         return _BUILTIN_RANGE(*args)
     if len(args) > 3:
         return _BUILTIN_RANGE(*args)  # Python's error
-    bounds = [v if v is not None else np.array([operator.index(_unwrap(arg))], np.int64) for v, arg in zip(values, args)]
-    start, stop, step = {1: lambda a: (np.zeros(1, np.int64), a, np.ones(1, np.int64)),
-                         2: lambda a, b: (a, b, np.ones(1, np.int64)),
-                         3: lambda a, b, c: (a, b, c)}[len(bounds)](*bounds)
+    bounds = [v if v is not None else np.array([operator.index(_unwrap(arg))], np.int64)
+              for v, arg in zip(values, args)]
+    if len(bounds) == 1:
+        bounds.insert(0, np.zeros(1, np.int64))
+    start, stop, step = (bounds + [np.ones(1, np.int64)])[:3]
     if not (step == step[0]).all():
         raise Diverged(step)
     step = int(step[0])
