@@ -2,11 +2,13 @@
 process, side by side, forward and backward apart, with the torch reference's time as the floor;
 each result (outputs and gradients) is checked bit for bit against the sequential one, and the
 fallback reasons are listed. On a CPU, Liger's backward kernels for rms_norm and layer_norm run one
-program (their grid is the device's SM count, 1 without a GPU): nothing to batch there.
+program (their grid is the device's SM count, 1 without a GPU): nothing to batch there. With
+``--device cuda`` they run under kwshim's virtual H200, as a suite that says "cuda" does: one
+program per SM, 132, each looping over its block of rows.
 
     make venv suites   # once: .suites/liger_kernel-0.8.5
     TRITON_INTERPRET=1 PYTHONPATH=.triton/3.9.0:.suites/liger_kernel-0.8.5/src \\
-        .venv/bin/python benchmarks/grid_speed.py [--rows 256 2048] [--cols 1024]
+        .venv/bin/python benchmarks/grid_speed.py [--rows 256 2048] [--cols 1024] [--device cuda]
 """
 
 import argparse
@@ -48,9 +50,9 @@ def _cases(rows, cols):
     ]
 
 
-def _forward_backward(function, inputs):
+def _forward_backward(function, inputs, device=None):
     """Seconds for the forward and for the backward, and the outputs and gradients."""
-    leaves = [t.clone().requires_grad_(t.is_floating_point()) for t in inputs]
+    leaves = [t.clone().to(device or t.device).requires_grad_(t.is_floating_point()) for t in inputs]
     start = time.perf_counter()
     out = function(*leaves)
     middle = time.perf_counter()
@@ -67,16 +69,19 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rows", type=int, nargs="+", default=[256, 2048])
     parser.add_argument("--cols", type=int, default=1024)
+    parser.add_argument("--device", choices=["cuda"], help="run the kernels on kwshim's virtual device")
     arguments = parser.parse_args()
+    device = arguments.device
+    settings = {"device": device} if device else {}
     print(f"{'kernel':<15}{'pass':>5}{'rows':>6}{'sequential':>12}{'batched':>10}{'speed-up':>10}{'torch':>9}"
           f"{'batched/torch':>15}  same bits")
     for rows in arguments.rows:
         for name, function, reference, inputs in _cases(rows, arguments.cols):
-            with kwshim.activate(grid="batched"):
-                _forward_backward(function, inputs)  # warm: kernels made, autotuned, cached
-                batched, batched_out = _forward_backward(function, inputs)
-            with kwshim.activate(grid="sequential"):
-                sequential, sequential_out = _forward_backward(function, inputs)
+            with kwshim.activate(grid="batched", **settings):
+                _forward_backward(function, inputs, device)  # warm: kernels made, autotuned, cached
+                batched, batched_out = _forward_backward(function, inputs, device)
+            with kwshim.activate(grid="sequential", **settings):
+                sequential, sequential_out = _forward_backward(function, inputs, device)
             floor, _ = _forward_backward(reference, inputs)
             same = "yes" if _same_bits(sequential_out, batched_out) else "NO"
             for index, direction in enumerate(("fwd", "bwd")):

@@ -110,3 +110,42 @@ def test_the_plugin_names_a_missing_triton_as_a_usage_error(tmp_path):
                           capture_output=True, text=True, cwd=tmp_path, env=env, timeout=300)
     assert done.returncode == 4 and "kwshim: kwshim needs the 'triton' module" in done.stderr, done.stderr[-2000:]
     assert "Traceback" not in done.stderr
+
+
+GRID_TESTS = textwrap.dedent("""
+    import torch
+    import triton
+    import triton.language as tl
+
+    @triton.jit
+    def rows(out_ptr):
+        tl.store(out_ptr + tl.program_id(0), tl.program_id(0))
+
+    @triton.jit
+    def prints(out_ptr):
+        tl.device_print("pid", tl.program_id(0))
+
+    def test_one():
+        out = torch.zeros(8, dtype=torch.int32)
+        rows[(8,)](out)
+        prints[(3,)](out)
+        prints[(3,)](out)
+
+    def test_two():
+        rows[(4,)](torch.zeros(4, dtype=torch.int32))
+""")
+
+
+@pytest.mark.parametrize("workers", [[], ["-n", "2"]])
+def test_the_summary_counts_batched_launches_and_names_each_fallback_with_its_counts(tmp_path, workers):
+    import triton.runtime.interpreter as interpreter
+
+    if not hasattr(interpreter, "interpreter_builder"):
+        pytest.skip("2.x: no module-wide builder to batch with")
+    (tmp_path / "test_grid.py").write_text(GRID_TESTS)
+    done = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--kwshim",
+                           "--kwshim-grid", "batched", *workers, "test_grid.py"], capture_output=True, text=True,
+                          cwd=tmp_path, env=environment(), timeout=300)
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+    assert "kwshim grid: 4 launches of 2+ programs, 2 batched, 2 ran the loop (50.0%)" in done.stdout, done.stdout
+    assert "  device_print: 1 kernel(s), 2 launches (prints)" in done.stdout

@@ -5,6 +5,8 @@ Inert unless ``--kwshim`` is given or the ini file says ``kwshim = true``. When 
 is imported, as pytest-cov starts coverage, and switches it off when the session ends. Each
 setting of ``settings.FIELDS`` is ``--kwshim-NAME`` and the ini key ``kwshim_NAME``; start-up
 problems are pytest warnings (pytest captures stderr at start-up, so a printed line is lost).
+Under ``grid="batched"`` or ``"check"`` the terminal summary says how many launches ran batched and
+which kernels fell back to the loop, and why, gathered from every xdist worker too.
 """
 
 import os
@@ -16,6 +18,8 @@ from ..errors import TritonNotFoundError
 from ..settings import FIELDS, POLICIES, Settings
 
 _HANDLE_KEY = "_kwshim_handle"
+_WORKER_KEY = "kwshim_grid"
+_RECORDS_KEY = "_kwshim_worker_grid_records"
 
 
 class KwshimStartUpWarning(UserWarning):
@@ -126,3 +130,30 @@ def pytest_unconfigure(config):
     handle = getattr(config, _HANDLE_KEY, None)
     if handle is not None:
         handle.deactivate()
+
+
+def pytest_sessionfinish(session):
+    """An xdist worker hands its grid record to the controller."""
+    workeroutput = getattr(session.config, "workeroutput", None)
+    if workeroutput is not None and getattr(session.config, _HANDLE_KEY, None) is not None:
+        from ..interpreter.grid import launch_record
+
+        workeroutput[_WORKER_KEY] = launch_record()
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_testnodedown(node, error):
+    record = getattr(node, "workeroutput", {}).get(_WORKER_KEY)
+    if record:
+        records = getattr(node.config, _RECORDS_KEY, [])
+        records.append(record)
+        setattr(node.config, _RECORDS_KEY, records)
+
+
+def pytest_terminal_summary(terminalreporter, config):
+    if getattr(config, _HANDLE_KEY, None) is None:
+        return
+    from ..interpreter.grid import launch_record, merge_records, summary_lines
+
+    for line in summary_lines(merge_records([launch_record()] + getattr(config, _RECORDS_KEY, []))):
+        terminalreporter.write_line(line)

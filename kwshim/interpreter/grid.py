@@ -22,7 +22,7 @@ from typing import Dict
 
 import numpy as np
 
-__all__ = ["use_grid", "fallback_reasons", "batching_works"]
+__all__ = ["use_grid", "fallback_reasons", "launch_record", "merge_records", "summary_lines", "batching_works"]
 
 _INTERPRETER = "triton.runtime.interpreter"
 _FIRST_CHUNK = 64
@@ -34,12 +34,60 @@ _SHORTEST_RUN = 4
 #: kernel function -> why its last batch fell back (the next launch runs the loop at once).
 _FALLBACKS: Dict[object, str] = {}
 _FALLBACK_LOCK = threading.Lock()
+#: kernel function -> [launches of 2+ programs batched, launches that ran the loop] under batched and check.
+_LAUNCHES: Dict[object, list] = {}
 
 
 def fallback_reasons() -> Dict[str, str]:
     """{kernel name: why it runs one program at a time} for the kernels that fell back."""
     with _FALLBACK_LOCK:
         return {getattr(fn, "__qualname__", repr(fn)): reason for fn, reason in _FALLBACKS.items()}
+
+
+def launch_record() -> Dict[str, dict]:
+    """{kernel name: {"batched": launches, "looped": launches, "reason": why it fell back or None}},
+    for the launches of two or more programs in this process (what ``summary_lines`` reads)."""
+    with _FALLBACK_LOCK:
+        records = [{getattr(fn, "__qualname__", repr(fn)):
+                    {"batched": batched, "looped": looped, "reason": _FALLBACKS.get(fn)}}
+                   for fn, (batched, looped) in _LAUNCHES.items()]
+    return merge_records(records)
+
+
+def merge_records(records) -> Dict[str, dict]:
+    """``launch_record``s (of kernels of one name, of processes) as one."""
+    merged: Dict[str, dict] = {}
+    for record in records:
+        for name, entry in record.items():
+            into = merged.setdefault(name, {"batched": 0, "looped": 0, "reason": None})
+            into["batched"] += entry["batched"]
+            into["looped"] += entry["looped"]
+            into["reason"] = into["reason"] or entry["reason"]
+    return merged
+
+
+def summary_lines(record: Dict[str, dict]) -> list:
+    """What ran batched and what fell back, and why, with counts (kernels and launches)."""
+    batched = sum(entry["batched"] for entry in record.values())
+    looped = sum(entry["looped"] for entry in record.values())
+    total = batched + looped
+    if not total:
+        return []
+    lines = [f"kwshim grid: {total} launches of 2+ programs, {batched} batched, {looped} ran the loop "
+             f"({100 * looped / total:.1f}%)"]
+    reasons: Dict[str, list] = {}
+    for name, entry in record.items():
+        if entry["reason"]:
+            reasons.setdefault(entry["reason"], []).append((name, entry["looped"]))
+    for reason, kernels in sorted(reasons.items(), key=lambda item: -sum(n for _, n in item[1])):
+        names = ", ".join(sorted(name for name, _ in kernels))
+        lines.append(f"  {reason}: {len(kernels)} kernel(s), {sum(n for _, n in kernels)} launches ({names})")
+    return lines
+
+
+def _count(fn, batched):
+    with _FALLBACK_LOCK:
+        _LAUNCHES.setdefault(fn, [0, 0])[0 if batched else 1] += 1
 
 
 def batching_works() -> bool:
@@ -139,7 +187,10 @@ def _run(fn, args, grid):
     total = grid[0] * grid[1] * grid[2]
     with _FALLBACK_LOCK:
         known = fn in _FALLBACKS
-    if known or total <= 1:
+    if total <= 1:
+        return _sequential(fn, args, grid)
+    if known:
+        _count(fn, batched=False)
         return _sequential(fn, args, grid)
     first, chunk, splits = 0, _FIRST_CHUNK, 0
     while first < total:
@@ -157,11 +208,13 @@ def _run(fn, args, grid):
         if reason is not None:
             with _FALLBACK_LOCK:
                 _FALLBACKS[fn] = reason
+            _count(fn, batched=False)
             return _sequential(fn, args, grid, first)
         log.commit(_native_store)
         first += count
         per_program = max(1, log.largest() // count)
         chunk = max(1, min(_MOST_PROGRAMS, _CHUNK_ELEMENTS // per_program))
+    _count(fn, batched=True)
     return None
 
 
