@@ -119,6 +119,36 @@ def test_stores_of_several_statements_to_one_address_are_written_in_the_loop_s_o
 
 
 @triton.jit
+def overwrite_one(x_ptr, y_ptr, loss_ptr, N: tl.constexpr):
+    """Liger's cross-entropy tail: a row stored, then one element of it again; a 4-byte store elsewhere."""
+    pid = tl.program_id(0)
+    offsets = pid * N + tl.arange(0, N)
+    tl.store(x_ptr + offsets, (tl.load(x_ptr + offsets).to(tl.float32) * 2).to(x_ptr.dtype.element_ty))
+    tl.store(x_ptr + pid * N + tl.load(y_ptr + pid), -1.0)
+    tl.store(loss_ptr + pid, pid.to(tl.float32))
+
+
+@batching
+@needs_block_loads
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
+def test_a_2_byte_element_stored_twice_beside_a_4_byte_store_keeps_its_neighbours(dtype):
+    """The ordered commit writes each element size apart: together, every element was written as
+    4 bytes, zeroing the neighbour of the last one written."""
+    x = torch.arange(1, 8 * 16 + 1, dtype=torch.float32).to(dtype).reshape(8, 16)
+    targets = torch.tensor([3, 0, 15, 7, 1, 2, 14, 9], dtype=torch.int32)
+
+    def make():
+        return x.clone(), targets, torch.zeros(8)
+
+    looped, batched = _both(overwrite_one, (8,), make, N=16)
+    _same_bits(looped, batched)
+    expected = x.float() * 2
+    expected[torch.arange(8), targets.long()] = -1.0
+    assert torch.equal(batched[0].float(), expected)
+    assert _reason(overwrite_one) is None
+
+
+@triton.jit
 def double_rows(x_ptr, N: tl.constexpr):
     offsets = tl.program_id(0) * N + tl.arange(0, N)
     tl.store(x_ptr + offsets, tl.load(x_ptr + offsets) * 2 + 1)  # each program its own row, in place
@@ -243,7 +273,7 @@ def test_check_compares_the_batch_with_the_loop_and_names_the_first_difference(m
     with kwshim.activate(grid="check"), pytest.raises(kwshim.GridDivergenceError) as caught:
         row_norm[(4,)](x, w, y, 8, BLOCK=8)
     assert "kwshim: kernel row_norm: the batched grid left argument 'y_ptr' different from Triton's loop at " \
-           "index (0, 0)" in str(caught.value)
+           "index (0, 0) (0.0 where the loop stored 0.99" in str(caught.value)
     assert y[0, 0].item() != 0  # the loop's result is what the tensor holds
 
 

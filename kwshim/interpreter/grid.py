@@ -289,10 +289,11 @@ def _checked(fn, args, grid, tensors):
     for (name, tensor), reference in zip(tensors, looped.values):
         index = _first_difference(reference, tensor)
         if index is not None:
+            batched = _item(tensor, index)  # read before the loop's result is put back
             looped.put(_same_bits)
             raise GridDivergenceError(
                 f"kwshim: kernel {getattr(fn, '__qualname__', fn)}: the batched grid left argument {name!r} "
-                f"different from Triton's loop at index {index} ({_item(tensor, index)} where the loop "
+                f"different from Triton's loop at index {index} ({batched} where the loop "
                 f"stored {_item(reference, index)}): run it with grid='sequential' and report this")
 
 

@@ -163,7 +163,11 @@ class StoreLog:
                 if not memory.scatter(record.addresses, record.values, record.increasing()):
                     native_store(record.addresses, record.values)
             return
-        native_store(*_in_loop_order(self.stores))
+        sizes = {}  # stores of two element sizes never reach one address (``conflict``): each size apart
+        for record in self.stores:
+            sizes.setdefault(record.values.dtype.itemsize, []).append(record)
+        for records in sizes.values():
+            native_store(*_in_loop_order(records))
 
 
 class _Marks:
