@@ -288,3 +288,40 @@ def test_the_grid_seam_is_set_only_while_a_batching_mode_is_in_force():
             assert GridExecutor.__call__ is not original
         assert GridExecutor.__call__ is original
     assert GridExecutor.__call__ is original
+
+
+@triton.jit
+def descriptor_tiles(x_desc, w_desc, out_desc, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr):
+    """A 2-D tile per program through host tensor descriptors, the edge tiles padded and masked."""
+    m, n = tl.program_id(0), tl.program_id(1)
+    tile = x_desc.load([m * BLOCK_M, n * BLOCK_N]).to(tl.float32)
+    weights = w_desc.load([n * BLOCK_N])
+    out_desc.store([m * BLOCK_M, n * BLOCK_N], (tile * weights[None, :] + m).to(out_desc.dtype))
+
+
+@batching
+@needs_block_loads
+def test_tensor_descriptors_load_and_store_batched_with_the_loop_s_bits():
+    try:
+        from triton.tools.tensor_descriptor import TensorDescriptor
+    except ImportError:
+        pytest.skip("this Triton has no host TensorDescriptor (3.4+)")
+    torch.manual_seed(3)
+    x, w = torch.randn(70, 112).to(torch.bfloat16), torch.randn(112)  # 70 x 100 of rows of 112: edge tiles
+
+    def make():
+        out = torch.full((70, 112), 7.0, dtype=torch.bfloat16)
+        return (TensorDescriptor(x, [70, 100], [112, 1], [16, 32]), TensorDescriptor(w, [100], [1], [32]),
+                TensorDescriptor(out, [70, 100], [112, 1], [16, 32]), out)
+
+    results = []
+    for mode in ("sequential", "batched"):
+        *descriptors, out = make()
+        with kwshim.activate(grid=mode):
+            descriptor_tiles[(5, 4)](*descriptors, BLOCK_M=16, BLOCK_N=32)
+        results.append(out)
+    _same_bits(results[:1], results[1:])
+    exact = x[:, :100].double() * w[:100].double() + torch.arange(70.0, dtype=torch.float64)[:, None] // 16
+    expected = exact.float().to(torch.bfloat16)  # the product and sum fused, rounded once to fp32
+    assert torch.equal(results[1][:, :100], expected) and (results[1][:, 100:] == 7).all()
+    assert _reason(descriptor_tiles) is None

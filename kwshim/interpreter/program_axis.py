@@ -18,10 +18,12 @@ The sequential loop is the reference, bit for bit, so a batch never guesses:
 - an atomic read-modify-write is applied at the end too, by the interpreter's own atomic in the
   loop's order (float sums round as the loop's do), where the kernel does not use the value it
   returns;
-- what a batch cannot run as the loop would raises ``Fallback`` with the reason: a Python ``if``,
-  ``while`` or ``range`` on a value that differs between programs, the value an atomic returned,
-  compare-and-swap and the other atomics, ``device_print``, a
-  failing ``device_assert``, inline assembly, block pointers and tensor descriptors, ``tl.histogram``,
+- tensor descriptors load and store through the same batched loads and stores;
+- a Python ``if``, ``while`` or ``range`` on a value that differs between programs raises
+  ``Diverged``: the batch runs again as runs of programs that agree (``grid``, ``program_range``);
+- what a batch cannot run as the loop would raises ``Fallback`` with the reason: the value an atomic
+  returned, compare-and-swap and the other atomics, ``device_print``, a failing ``device_assert``,
+  inline assembly, block pointers, a tensor descriptor's gather and scatter, ``tl.histogram``,
   ``tl.gather``, ``tensor.T`` (whose interpreter form differs by release), a reduction or scan with
   a combine function of the kernel's own.
 """
@@ -181,6 +183,12 @@ def batched_builder_class(base):
             self.kwshim_batch.log.atomic(ptr_data[mask_data], values, mask_data, apply, (str(rmwOp), values.dtype.str))
             return UnusedResult(element)
 
+        def create_descriptor_load(self, desc, indices, *args, **kwargs):  # the release's, on batched pointers
+            return base.create_descriptor_load(self, _batched_descriptor(desc), indices, *args, **kwargs)
+
+        def create_descriptor_store(self, desc, value, indices, *args, **kwargs):
+            return base.create_descriptor_store(self, _batched_descriptor(desc), value, indices, *args, **kwargs)
+
         def create_assert(self, condition, *args, **kwargs):
             if not np.all(condition.data):
                 raise Fallback("a device_assert fails")
@@ -203,14 +211,44 @@ def batched_builder_class(base):
                          ("create_make_block_ptr", "a block pointer"), ("create_advance", "a block pointer"),
                          ("create_tensor_pointer_load", "a block pointer"),
                          ("create_tensor_pointer_store", "a block pointer"),
-                         ("create_make_tensor_descriptor", "a tensor descriptor"),
-                         ("create_descriptor_load", "a tensor descriptor"),
-                         ("create_descriptor_store", "a tensor descriptor"),
-                         ("create_descriptor_gather", "a tensor descriptor"),
-                         ("create_descriptor_scatter", "a tensor descriptor")):
+                         ("create_descriptor_gather", "a tensor descriptor's gather"),
+                         ("create_descriptor_scatter", "a tensor descriptor's scatter")):
         if hasattr(base, name):
             setattr(BatchedBuilder, name, refuse(reason))
     return BatchedBuilder
+
+
+def _batched_descriptor(desc):
+    """A copy of the tensor descriptor ``desc`` whose pointers and mask for a block's offsets carry the
+    program axis (the interpreter's ``materialize_pointers``, one axis further in), both handles,
+    as the batched loads and stores take them. A block pointer of the loop starts aligned to 16
+    bytes, or the loop's assertion fails: the batch falls back there, for the loop to raise it."""
+    import copy
+
+    interpreter = sys.modules[_INTERPRETER]
+    batched = copy.copy(desc)
+    ndim = len(desc.block_shape)
+
+    def per_program(data):
+        return np.asarray(data).reshape((-1,) + (1,) * ndim)
+
+    def materialize_pointers(offsets):
+        itemsize = desc.base.dtype.element_ty.primitive_bitwidth // 8
+        if len(offsets) != ndim or np.any((offsets[-1].data * itemsize) % 16):
+            raise Fallback("a tensor descriptor's block off its shape or its 16-byte alignment")
+        pointers = per_program(desc.base.data)
+        mask = np.ones((1,) + tuple(desc.block_shape), dtype=bool)
+        for dim, size in enumerate(desc.block_shape):
+            along = [1] * (ndim + 1)
+            along[dim + 1] = size
+            offset = per_program(offsets[dim].data) + np.arange(size).reshape(along)
+            pointers = pointers + (itemsize * offset * per_program(desc.strides[dim].data)).astype(np.uint64)
+            mask = mask & (0 <= offset) & (offset < per_program(desc.shape[dim].data))
+        return (interpreter.TensorHandle(pointers, desc.base.dtype.scalar),
+                interpreter.TensorHandle(mask, interpreter.tl.int1))
+
+    batched.materialize_pointers = materialize_pointers
+    return batched
 
 
 def _paired(lhs, rhs):
