@@ -2,9 +2,11 @@
 
 - ``"sequential"``: Triton's own loop, program 0, then 1, ... (nothing of kwshim's runs);
 - ``"batched"``: the programs run together, in chunks, with a program axis on every value
-  (``program_axis``); a chunk that cannot give the loop's bits falls back to the loop, from the
-  state before that chunk (whose writes were never made), and the kernel remembers why, so that
-  its next launch goes straight to the loop;
+  (``program_axis``); a chunk whose Python control flow differs between its programs runs again
+  as its leading run of programs that agree (``Diverged``), the rest following as the next
+  chunks; a chunk that cannot give the loop's bits falls back to the loop, from the state before
+  that chunk (whose writes were never made), and the kernel remembers why, so that its next
+  launch goes straight to the loop;
 - ``"check"``: both from the same state, compared bit for bit; ``GridDivergenceError`` names the
   kernel, the argument and the first differing element, and the loop's result is left in place.
 
