@@ -227,3 +227,22 @@ def test_the_batch_s_range_is_python_s_for_equal_bounds_and_is_put_back_after_ea
     assert tl.range is not tl_range and tl.core.range is not tl_range
     assert vars(interpreter)["_patch_lang_core"] is patch_lang_core
     assert "range" not in row_blocks.fn.__globals__ and "range" not in vars(interpreter)
+
+
+@triton.jit
+def nan_branch(x_ptr, out_ptr):
+    pid = tl.program_id(0)
+    value = tl.load(x_ptr + pid)
+    if value:  # NaN is true, as 2.0 is: only 0.0 differs
+        tl.store(out_ptr + pid, 1)
+    else:
+        tl.store(out_ptr + pid, -1)
+
+
+@batching
+def test_a_branch_on_nan_splits_by_truth_and_ends(batches):
+    x = torch.tensor([float("nan"), 2.0, float("nan"), 0.0, 0.0, float("nan")])
+    looped, batched = _both(nan_branch, (6,), lambda: (x, torch.zeros(6, dtype=torch.int32)))
+    _same_bits(looped, batched)
+    assert batched[1].tolist() == [1, 1, 1, -1, -1, 1]
+    assert batches == [3, 2, 1] and _reason(nan_branch) is None

@@ -62,7 +62,7 @@ class Diverged(Fallback):
     def leading_run(self):
         """How many programs, from the batch's first, share its value."""
         differs = np.flatnonzero(self.values != self.values[0])
-        return int(differs[0]) if differs.size else self.values.size
+        return max(1, int(differs[0]) if differs.size else self.values.size)  # a NaN differs from itself
 
 
 def _common(*arrays):
@@ -374,7 +374,7 @@ def _tensor_attributes(tensor):
             if per_row.shape[1] != 1:
                 return True
             data = per_row[:, 0]
-        return bool(_per_program(data))
+        return bool(_per_program(data.astype(bool)))  # each program's truth (NaN is true), not its value
 
     def as_index(self):
         return int(_per_program(self.handle.data))
