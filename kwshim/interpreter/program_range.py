@@ -33,11 +33,11 @@ _INT32 = (-2 ** 31, 2 ** 31)
 def program_range(*args):
     """``range(*args)``: Python's where every program has the same bounds, else the programs'
     indices together (a generator of ``LoopIndex``), or ``Diverged`` on the trip counts."""
-    values = [_per_program(arg) for arg in args]
-    if all(v is None or (v == v[0]).all() for v in values):
-        return _BUILTIN_RANGE(*args)
     if len(args) > 3:
         return _BUILTIN_RANGE(*args)  # Python's error
+    values = [_program_values(arg) for arg in args]
+    if all(v is None or (v == v[0]).all() for v in values):
+        return _BUILTIN_RANGE(*args)
     bounds = [v if v is not None else np.array([operator.index(_unwrap(arg))], np.int64)
               for v, arg in zip(values, args)]
     if len(bounds) == 1:
@@ -101,7 +101,7 @@ def _unwrap(value):
     return value.value if isinstance(value, tl.constexpr) else value
 
 
-def _per_program(arg):
+def _program_values(arg):
     """A scalar tensor's values (int64, one per program, or one for all), or None for a non-tensor."""
     import triton.language as tl
 

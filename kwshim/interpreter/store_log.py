@@ -128,7 +128,7 @@ class StoreLog:
         given), or ordered element by element at ``commit``."""
         for i, record in enumerate(self.stores):
             for other in self.stores[:i]:
-                if _apart(record.span(), other.span()) or not np.intersect1d(record.addresses, other.addresses).size:
+                if not _meet(record, other):
                     continue
                 if record.values.dtype.itemsize != other.values.dtype.itemsize:
                     return "stores of two element sizes reach one address"
@@ -141,7 +141,7 @@ class StoreLog:
         for i, record in enumerate(atomics):
             others = [a for a in atomics[:i] if a.kind != record.kind] + self.stores
             for other in others:
-                if not _apart(record.span(), other.span()) and np.intersect1d(record.addresses, other.addresses).size:
+                if _meet(record, other):
                     return "an atomic and a store (or another kind of atomic) reach one address"
         return None
 
@@ -184,7 +184,7 @@ class _Marks:
 
     @classmethod
     def of(cls, records):
-        records = sorted((r for r in records if r.addresses.size), key=lambda r: r.step)
+        records = [r for r in records if r.addresses.size]
         if not all(r.increasing() for r in records):
             return None
         marks = cls()
@@ -211,16 +211,18 @@ class _Marks:
 
     def read_after_write(self, load):
         """Whether ``load`` reads an element that a program before its own, or its own earlier, wrote."""
-        span = load.span()
+        span, programs = load.span(), None
         for low, high, unit, first_program, first_step in self.clusters:
             if span is None or _apart(span, (low, high)):
                 continue
-            addresses, programs = load.addresses, load.programs(first=False)
+            if programs is None:  # computed once, for the first cluster the load reaches
+                programs = load.programs(first=False)
+            addresses = load.addresses
             offsets = addresses - low
             inside = (addresses >= low) & (addresses <= high) & (offsets % unit == 0)
-            offsets, programs = offsets[inside] // unit, programs[inside]
+            offsets, loaders = offsets[inside] // unit, programs[inside]
             writer = first_program[offsets]
-            if ((writer < programs) | ((writer == programs) & (first_step[offsets] < load.step))).any():
+            if ((writer < loaders) | ((writer == loaders) & (first_step[offsets] < load.step))).any():
                 return True
         return False
 
@@ -248,6 +250,11 @@ def _in_loop_order(records):
     order = np.lexsort((steps, programs))  # stable: within a record, the native loop's order
     return (np.concatenate([record.addresses for record in records])[order],
             np.concatenate([record.values for record in records])[order])
+
+
+def _meet(record, other):
+    """Whether two records reach one address."""
+    return not _apart(record.span(), other.span()) and bool(np.intersect1d(record.addresses, other.addresses).size)
 
 
 def _apart(span, other):
