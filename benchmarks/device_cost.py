@@ -1,6 +1,7 @@
-"""The cost of the virtual CUDA device (``device="cuda"``) on torch-heavy code: its function mode
-sees every torch call. One process; rounds alternate between the switch without the device and the
-switch with it, and the ratio is the median over rounds.
+"""The cost of the virtual CUDA device (``device="cuda"``) on torch-heavy code: its patched
+factories, and the dispatch mode that counts allocations once a memory statistic is asked for. One
+process; rounds alternate between the switch without the device, with it, and with it counting
+(after ``torch.cuda.reset_peak_memory_stats()``); each ratio is the median over rounds.
 
     TRITON_INTERPRET=1 PYTHONPATH=.triton/3.9.0 .venv/bin/python benchmarks/device_cost.py [--rounds 15]
 """
@@ -42,13 +43,17 @@ def main():
         ratios = []
         for _ in range(rounds):
             times = {}
-            for device in (None, "cuda"):
+            for device, counting in ((None, False), ("cuda", False), ("cuda", True)):
                 with kwshim.activate(device=device):
+                    if counting:
+                        torch.cuda.reset_peak_memory_stats()
                     start = time.perf_counter()
                     work()
-                    times[device] = time.perf_counter() - start
-            ratios.append(times["cuda"] / times[None])
-        print(f"{name:<20} device='cuda' / no device: {statistics.median(ratios):.3f} (median of {rounds} rounds)")
+                    times[device, counting] = time.perf_counter() - start
+            ratios.append((times["cuda", False] / times[None, False], times["cuda", True] / times[None, False]))
+        plain, counting = (statistics.median(column) for column in zip(*ratios))
+        print(f"{name:<20} / no device: device='cuda' {plain:.3f}, counting allocations {counting:.3f} "
+              f"(medians of {rounds} rounds)")
 
 
 if __name__ == "__main__":

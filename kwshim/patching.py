@@ -1,5 +1,5 @@
 """The one reversible patch: attributes and dict entries set through it, each prior value (or its
-absence) recorded, and undone in reverse order.
+absence) recorded, and undone in reverse order (with any undo function registered in between).
 
 Triton's own ``_LangPatchScope`` and pytest's ``MonkeyPatch`` are the models: a ``Patch`` is held
 open for as long as the switch is on, or used as a scope (``with Patch() as patch:``) for one
@@ -13,6 +13,7 @@ from typing import Any, Iterable, List, MutableMapping, Tuple
 __all__ = ["Patch", "Scope"]
 
 _ABSENT = object()  #: the prior value of a name that was not there: undoing removes it
+_CALL = object()  #: an undo entry that is a function to call
 
 
 class Patch:
@@ -44,12 +45,19 @@ class Patch:
         mapping[key] = value
         self._undo.append((mapping, key, prior, False))
 
+    def on_undo(self, function) -> None:
+        """Call ``function()`` when this patch is undone, in order with the entries set (last first): for
+        state that is not an attribute or an item (a mode pushed on torch's dispatch-mode stack)."""
+        self._undo.append((function, "", _CALL, False))
+
     def undo(self) -> None:
         """Restore everything set through this patch, in reverse order; a second call does nothing."""
         undo = self._undo
         while undo:
             target, name, prior, attribute = undo.pop()
-            if attribute:
+            if prior is _CALL:
+                target()
+            elif attribute:
                 if prior is _ABSENT:
                     delattr(target, name)
                 else:

@@ -1,4 +1,5 @@
-"""``patching.Patch``: the one reversible patch (attributes and dict entries, undone in reverse)."""
+"""``patching.Patch``: the one reversible patch (attributes, dict entries and undo functions, undone in
+reverse)."""
 
 import types
 
@@ -42,6 +43,19 @@ def test_the_same_name_set_twice_is_undone_in_reverse_to_the_first_value():
     assert module.value == "first"
     patch.undo()  # twice: nothing left to undo
     assert module.value == "first"
+
+
+def test_an_undo_function_is_called_once_in_order_with_the_entries():
+    module = types.ModuleType("m")
+    module.value = "first"
+    seen = []
+    patch = Patch()
+    patch.setattr(module, "value", "second")
+    patch.on_undo(lambda: seen.append(module.value))  # undone before "second" is
+    patch.setattr(module, "value", "third")
+    patch.undo()
+    patch.undo()
+    assert seen == ["second"] and module.value == "first" and not patch
 
 
 def test_a_scope_is_undone_when_its_body_raises():

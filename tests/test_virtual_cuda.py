@@ -67,7 +67,8 @@ def test_torch_cuda_answers_as_one_h200():
 
 @pytest.mark.parametrize("call, name", [
     (lambda: torch.cuda.set_device(1), "device 1 does not exist"),
-    (lambda: torch.cuda.max_memory_allocated(), "torch.cuda.max_memory_allocated cannot be emulated"),
+    (lambda: torch.cuda.memory_reserved(), "torch.cuda.memory_reserved cannot be emulated"),
+    (lambda: torch.cuda.memory.max_memory_reserved(), "torch.cuda.max_memory_reserved cannot be emulated"),
     (lambda: torch.cuda.CUDAGraph(), "torch.cuda.CUDAGraph cannot be emulated"),
     (lambda: torch.cuda.graph(None), "torch.cuda.graph cannot be emulated"),
 ])
@@ -121,7 +122,7 @@ import os; os.environ["TRITON_INTERPRET"] = "1"
 import importlib, torch, triton
 def snapshot():
     snap = {}
-    for owner in (torch, torch.cuda, torch.Tensor, torch.Tensor.__mro__[1], torch.autocast):
+    for owner in (torch, torch.cuda, torch.cuda.memory, torch.Tensor, torch.Tensor.__mro__[1], torch.autocast):
         for name, value in list(vars(owner).items()):
             snap[(str(owner), name)] = value
     try:
@@ -133,13 +134,17 @@ def snapshot():
 before = snapshot()
 import kwshim
 handle = kwshim.activate(device="cuda")
-assert torch.cuda.is_available() and torch.zeros(1, device="cuda").is_cuda
+kept = torch.zeros(1, device="cuda")
+assert torch.cuda.is_available() and kept.is_cuda
+assert torch.cuda.memory_allocated() >= 512  # counting: a dispatch mode on torch's stack
 during = snapshot()
 handle.deactivate()
 after = snapshot()
 changed = [key for key in set(before) | set(after) if after.get(key) is not before.get(key)]
 patched = [key for key in before if during.get(key) is not before[key]]
-print(len(patched), "changed:", changed, torch.cuda.is_available(), torch._C._is_torch_function_mode_enabled())
+from torch.utils._python_dispatch import _get_current_dispatch_mode_stack
+print(len(patched), "changed:", changed, torch.cuda.is_available(), torch._C._is_torch_function_mode_enabled(),
+      _get_current_dispatch_mode_stack())
 try:
     torch.zeros(1, device="cuda")
 except (AssertionError, RuntimeError):
@@ -153,7 +158,7 @@ def test_after_the_switch_goes_off_torch_cuda_and_triton_are_as_before():
     assert result.returncode == 0, result.stderr[-2000:]
     first, second = result.stdout.strip().splitlines()
     count, rest = first.split(" changed: ")
-    assert int(count) > 60 and rest == "[] False False"  # 39 factories, the Tensor methods, torch.cuda
+    assert int(count) > 60 and rest == "[] False False []"  # 39 factories, the Tensor methods, torch.cuda
     assert second == "cuda refused again"
 
 
@@ -182,3 +187,81 @@ def test_free_memory_is_what_this_machine_can_hold():
         free, total = torch.cuda.mem_get_info()
     assert total == 150_110_011_392 and 0 < free <= total
     assert free <= os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+
+
+def test_allocation_statistics_count_live_storages_rounded_as_a_gpu_rounds_them():
+    with kwshim.activate(device="cuda"):
+        torch.cuda.reset_peak_memory_stats()
+        start = torch.cuda.memory_allocated()
+        x = torch.empty(1000, device="cuda")  # 4000 bytes: 8 blocks of 512
+        assert torch.cuda.memory_allocated() - start == 4096
+        one = torch.ones(1, dtype=torch.int8, device="cuda")  # 1 byte: a whole block
+        assert torch.cuda.memory_allocated() - start == 4096 + 512
+        y = x * 2
+        views = (y[::2], y.view(10, 100), y[10:])
+        assert torch.cuda.memory_allocated() - start == 2 * 4096 + 512  # a view allocates nothing
+        del y, views, one
+        assert torch.cuda.memory_allocated() - start == 4096
+        assert torch.cuda.max_memory_allocated() - start == 2 * 4096 + 512
+        torch.cuda.reset_peak_memory_stats()
+        assert torch.cuda.max_memory_allocated() == torch.cuda.memory_allocated()
+        stats = torch.cuda.memory.memory_stats()
+        assert stats["allocated_bytes.all.current"] == torch.cuda.memory_allocated()
+        assert stats["requested_bytes.all.current"] - stats["allocated_bytes.all.current"] <= 0
+        del x
+        assert torch.cuda.memory_allocated() - start == 0
+
+
+def test_a_storage_an_autograd_graph_saves_is_counted_until_the_graph_frees_it():
+    with kwshim.activate(device="cuda"):
+        a = torch.randn(1000, device="cuda", requires_grad=True)
+        start = torch.cuda.memory_allocated()
+        b = a.exp()  # exp saves its result for the backward
+        loss = b.sum()
+        del b
+        assert torch.cuda.memory_allocated() - start == 4096 + 512  # the graph holds b
+        loss.backward()  # frees b, makes a.grad
+        assert torch.cuda.memory_allocated() - start == 4096 + 512
+        del loss
+        assert torch.cuda.memory_allocated() - start == 4096  # a.grad
+        a.grad = None
+        assert torch.cuda.memory_allocated() == start
+
+
+def test_tensors_alive_before_the_first_statistic_and_out_tensors_resized_are_counted():
+    with kwshim.activate(device="cuda"):
+        before = torch.empty(10_000, device="cuda")  # before counting started: found once, through gc
+        start = torch.cuda.memory_allocated()
+        del before
+        assert start - torch.cuda.memory_allocated() == 40_448
+        start = torch.cuda.memory_allocated()
+        out = torch.empty(0, device="cuda")
+        torch.add(torch.ones(3), 1, out=torch.empty(0))  # a temporary, made and freed
+        torch.add(torch.ones(1000), 1, out=out)  # resized in place: the same storage, 4000 bytes
+        assert torch.cuda.memory_allocated() - start == 4096
+
+
+def test_memory_stats_refuses_the_keys_it_does_not_count_naming_kwshim():
+    with kwshim.activate(device="cuda"):
+        stats = torch.cuda.memory_stats()
+        for read in (lambda: stats["reserved_bytes.all.peak"], lambda: stats.get("reserved_bytes.all.peak", 0)):
+            with pytest.raises(KeyError) as caught:
+                read()
+            assert "kwshim: torch.cuda.memory_stats()['reserved_bytes.all.peak'] is not counted" in str(caught.value)
+
+
+def test_counting_stops_with_the_switch_from_under_a_mode_pushed_above_it():
+    from torch.utils._python_dispatch import TorchDispatchMode, _get_current_dispatch_mode_stack
+
+    class Other(TorchDispatchMode):
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            return func(*args, **(kwargs or {}))
+
+    handle = kwshim.activate(device="cuda")
+    torch.cuda.memory_allocated()
+    counting, = _get_current_dispatch_mode_stack()
+    with Other() as other:
+        handle.deactivate()
+        assert _get_current_dispatch_mode_stack() == [other]
+        assert torch.equal(torch.ones(2) + 1, torch.full((2,), 2.0))
+    assert _get_current_dispatch_mode_stack() == [] and counting is not other

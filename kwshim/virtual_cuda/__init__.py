@@ -5,7 +5,8 @@ the same GPU, so that a suite written for a GPU runs unedited on the interpreter
 - ``model``: the GPU that is stated (default: the H200 kwshim measures against);
 - ``placement``: torch's factories and ``Tensor``'s moving methods putting every ``"cuda"``
   tensor on the CPU, and ``Tensor.is_cuda``;
-- ``torch_cuda``: ``torch.cuda``'s answers (availability, properties, streams, events, memory);
+- ``torch_cuda``: ``torch.cuda``'s answers (availability, properties, streams, events, free memory);
+- ``allocations``: the allocation statistics, counted from the live storages of the device's tensors;
 - ``triton_driver``: what ``triton.runtime.driver.active`` answers.
 
 All of it is set through the switch's ``Patch`` and undone with it. Nothing here is imported

@@ -13,9 +13,9 @@ What is emulated, and how:
 - ``mem_get_info``: (free, total), total the stated GPU's and free what this machine's memory has
   available (``MemAvailable``), no more than the total: the tensors are made there. Suites that
   size their tests by free memory get what this machine can hold;
-- allocation statistics (``memory_allocated``, ``max_memory_allocated``, ``memory_stats``, ...)
-  raise, naming kwshim: the CPU allocator's live storages are not what a GPU's caching allocator
-  counts, and a comparison of them would be silently wrong;
+- allocation statistics (``memory_allocated``, ``max_memory_allocated``, ``reset_peak_memory_stats``,
+  ``memory_stats``): counted from the live storages of the device's tensors (``allocations``); the
+  caching allocator's reservations (``memory_reserved``, ``memory_summary``, ...) raise, naming kwshim;
 - CUDA graphs (``CUDAGraph``, ``graph``) raise, naming kwshim: nothing can capture them here;
 - ``torch.autocast("cuda", ...)`` (and ``torch.cuda.amp.autocast``) is the CPU's autocast with the
   same dtype: torch's CPU autocast lists of what runs in low precision are not CUDA's (a CPU
@@ -23,6 +23,8 @@ What is emulated, and how:
 """
 
 import time
+
+from . import allocations
 
 __all__ = ["install"]
 
@@ -197,14 +199,14 @@ def install(patch, gpu) -> None:
         "mem_get_info": lambda device=None: (_device_index(device), (min(_available(), gpu.total_memory),
                                                                      gpu.total_memory))[1],
     }
-    for name in ("memory_allocated", "max_memory_allocated", "reset_peak_memory_stats", "memory_reserved",
-                 "max_memory_reserved", "reset_max_memory_allocated", "memory_stats", "make_graphed_callables"):
-        answers[name] = _refusing(name)
+    answers["make_graphed_callables"] = _refusing("make_graphed_callables")
     for name in ("CUDAGraph", "graph"):
         answers[name] = _refusing_class(name)
     for name, value in answers.items():
         if hasattr(cuda, name):
             patch.setattr(cuda, name, value)
+    patch.setattr(cuda.memory, "mem_get_info", answers["mem_get_info"])
+    allocations.install(patch, _device_index, _refusing)
     _install_autocast(patch, torch)
 
 
