@@ -31,6 +31,18 @@ def test_compiled_and_interpreted_store_the_same(tmp_path):
     assert "torch.compile(fullgraph=True) of an autotuned @kwsafe kernel: True" in text
 
 
+def test_the_caching_allocator_answers_as_recorded_for_the_virtual_device():
+    import json
+
+    env = dict(os.environ)
+    env.pop("TRITON_INTERPRET", None)
+    done = subprocess.run([sys.executable, "-m", "parity.allocations"], capture_output=True, text=True, cwd=ROOT,
+                          env=env)
+    assert done.returncode == 0, done.stderr[-3000:]
+    with open(os.path.join(ROOT, "parity", "allocations_h200.json")) as handle:
+        assert json.loads(done.stdout) == json.load(handle)
+
+
 GPU_SUITE = '''
 import torch, triton, triton.language as tl
 import pytest

@@ -265,3 +265,15 @@ def test_counting_stops_with_the_switch_from_under_a_mode_pushed_above_it():
         assert _get_current_dispatch_mode_stack() == [other]
         assert torch.equal(torch.ones(2) + 1, torch.full((2,), 2.0))
     assert _get_current_dispatch_mode_stack() == [] and counting is not other
+
+
+def test_allocation_statistics_answer_as_the_h200_s_caching_allocator_did_step_by_step():
+    """``parity/allocations.py`` on the H200 (torch 2.11, 2026-12-02), against the virtual device here."""
+    import json
+
+    with open(os.path.join(ROOT, "parity", "allocations_h200.json")) as handle:
+        h200 = [tuple(step) for step in json.load(handle)]
+    result = subprocess.run([sys.executable, "-m", "parity.allocations", "--virtual"], capture_output=True,
+                            text=True, cwd=ROOT, env=environment(TRITON_INTERPRET="1"))
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert [tuple(step) for step in json.loads(result.stdout)] == h200 and len(h200) == 15
