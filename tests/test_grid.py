@@ -149,6 +149,26 @@ def test_a_2_byte_element_stored_twice_beside_a_4_byte_store_keeps_its_neighbour
 
 
 @triton.jit
+def into_the_next_block(out_ptr, N: tl.constexpr):
+    pid = tl.program_id(0)
+    tl.store(out_ptr + pid * N + tl.arange(0, N), pid + 1)
+    tl.store(out_ptr + (pid + 1) * N + tl.arange(0, N // 2), -pid - 1)  # the next program overwrites it
+
+
+@batching
+def test_a_later_program_s_earlier_store_wins_over_an_earlier_program_s_later_store():
+    """Rising rows, two statements: in step order the second statement's half rows would win; in
+    the loop's order program p + 1 writes its whole row after program p wrote half of it."""
+    looped, batched = _both(into_the_next_block, (300,), lambda: (torch.zeros(301 * 256, dtype=torch.int32),),
+                            N=256)
+    _same_bits(looped, batched)
+    rows = batched[0].reshape(301, 256)
+    assert torch.equal(rows[:300], torch.arange(1, 301, dtype=torch.int32)[:, None].expand(300, 256))
+    assert rows[300, :128].unique().tolist() == [-300] and rows[300, 128:].unique().tolist() == [0]
+    assert _reason(into_the_next_block) is None
+
+
+@triton.jit
 def double_rows(x_ptr, N: tl.constexpr):
     offsets = tl.program_id(0) * N + tl.arange(0, N)
     tl.store(x_ptr + offsets, tl.load(x_ptr + offsets) * 2 + 1)  # each program its own row, in place

@@ -26,12 +26,12 @@ _READ_AFTER_WRITE = "a program reads what another program (or itself, earlier) w
 class _Record:
     """``every``: the addresses had no program axis (size 1): every program of the batch moved them."""
 
-    __slots__ = ("addresses", "values", "mask", "step", "every", "_increasing", "_span", "apply", "kind")
+    __slots__ = ("addresses", "values", "mask", "step", "every", "_increasing", "_span", "_programs", "apply", "kind")
 
     def __init__(self, addresses, values, mask, step, programs, apply=None, kind=None):
         self.addresses, self.values, self.mask, self.step = addresses, values, mask, step
         self.every = programs if mask.shape[0] == 1 and programs > 1 else 0
-        self._increasing = self._span = None
+        self._increasing = self._span = self._programs = None
         self.apply, self.kind = apply, kind  # an atomic's: ``apply(addresses, values)`` in array order
 
     def increasing(self):
@@ -45,8 +45,10 @@ class _Record:
         """The program of each address: the first (or, ``first`` False, the last) that moved it."""
         if self.every:
             return np.full(self.addresses.size, 0 if first else self.every - 1)
-        counts = self.counts()
-        return np.repeat(np.arange(counts.size), counts)
+        if self._programs is None:  # the same first and last: each address once per program
+            counts = self.counts()
+            self._programs = np.repeat(np.arange(counts.size, dtype=np.int32), counts)
+        return self._programs
 
     def counts(self):
         """How many addresses each program moved."""
@@ -59,6 +61,27 @@ class _Record:
         return (not self.every and not other.every and self.addresses.size == other.addresses.size
                 and self.increasing() and other.increasing() and np.array_equal(self.addresses, other.addresses)
                 and np.array_equal(self.counts(), other.counts()))
+
+    def run(self, low, unit):
+        """The slice of a marks array of ``unit``-byte elements from ``low`` that these addresses are,
+        where they rise one element at a time from an address on its grid (a row-major block), else
+        None."""
+        addresses = self.addresses
+        if self.increasing() and addresses.size:
+            first, last = int(addresses[0]), int(addresses[-1])
+            if last - first == (addresses.size - 1) * unit and (first - low) % unit == 0:
+                begin = (first - low) // unit
+                return slice(begin, begin + addresses.size)
+        return None
+
+    def where(self, low, unit):
+        """Where these addresses fall in a marks array of ``unit``-byte elements from ``low``: a slice
+        (``run``: no index array to make), else the index of each; None where one is off the grid."""
+        run = self.run(low, unit)
+        if run is not None:
+            return run
+        offsets = self.addresses - self.addresses.dtype.type(low)
+        return None if (offsets % unit).any() else offsets // unit
 
     def span(self):
         """(lowest, highest) address, or None: computed once, as records are compared pairwise."""
@@ -74,7 +97,8 @@ class StoreLog:
     def __init__(self, programs):
         self.programs = programs  # in the batch
         self.loads, self.stores, self.atomics = [], [], []
-        self._ordered = False  # two stores reach one address: commit orders every element
+        self._ordered = False  # two stores reach one address: commit orders the elements
+        self._marks = None  # the writes marked on their addresses, where they could be
 
     def _step(self):
         return len(self.loads) + len(self.stores) + len(self.atomics)
@@ -103,11 +127,13 @@ class StoreLog:
         if reason is not None:
             return reason
         writes = self.stores + self.atomics
-        marks = _Marks.of(writes)
-        if marks is None or marks.overlap:
+        marks = self._marks = _Marks.of(writes)
+        if marks is None or marks.mixed:
             reason = self._stores_conflict()
             if reason is not None:
                 return reason
+        elif marks.stores_overlap:  # two stores of one element size (no atomic meets a store: checked above)
+            self._ordered = True
         if marks is not None:
             return _READ_AFTER_WRITE if any(marks.read_after_write(load) for load in self.loads) else None
         for load in self.loads:
@@ -160,8 +186,10 @@ class StoreLog:
     def _commit_stores(self, native_store):
         if not self._ordered:
             for record in self.stores:
-                if not memory.scatter(record.addresses, record.values, record.increasing()):
-                    native_store(record.addresses, record.values)
+                _scatter(record.addresses, record.values, record.increasing(), native_store)
+            return
+        if self._marks is not None and not self._marks.mixed:
+            self._marks.commit_last_writers(native_store)
             return
         sizes = {}  # stores of two element sizes never reach one address (``conflict``): each size apart
         for record in self.stores:
@@ -180,7 +208,9 @@ class _Marks:
     _NOBODY = np.iinfo(np.int32).max
 
     def __init__(self):
-        self.clusters, self.overlap = [], False  # overlap: two records reach one address
+        self.clusters = []  # (low, high, unit, first program, first step, the records in step order)
+        self.stores_overlap = False  # a store reaches an address a write before it reached
+        self.mixed = False  # ... in a cluster of two element sizes: the pairwise checks tell which
 
     @classmethod
     def of(cls, records):
@@ -189,42 +219,78 @@ class _Marks:
             return None
         marks = cls()
         for low, high, members in _clusters(records):
+            low, high = int(low), int(high)
             unit = min(r.values.dtype.itemsize for r in members)
             size = int(high - low) // unit + 1
             if size > max(_COMPACT * sum(r.addresses.size for r in members), 1 << 16):
                 return None
             first_program = np.full(size, cls._NOBODY, np.int32)
             first_step = np.zeros(size, np.int32)
+            sizes = {r.values.dtype.itemsize for r in members}
             for record in members:
-                offsets = record.addresses - low
-                if (offsets % unit).any():
+                where = record.where(low, unit)
+                if where is None:
                     return None
-                offsets //= unit
                 programs = record.programs(first=True)
-                current = first_program[offsets]
-                marks.overlap = marks.overlap or bool((current != cls._NOBODY).any())
+                current = first_program[where]
+                if record.apply is None and (current != cls._NOBODY).any():
+                    marks.stores_overlap = True
+                    marks.mixed = marks.mixed or len(sizes) > 1
                 earlier = programs < current  # records come in step order: an equal program was earlier
-                first_program[offsets[earlier]] = programs[earlier]
-                first_step[offsets[earlier]] = record.step
-            marks.clusters.append((low, high, unit, first_program, first_step))
+                first_step[where] = np.where(earlier, record.step, first_step[where])
+                first_program[where] = np.where(earlier, programs, current)
+            marks.clusters.append((low, high, unit, first_program, first_step, members))
         return marks
 
     def read_after_write(self, load):
         """Whether ``load`` reads an element that a program before its own, or its own earlier, wrote."""
         span, programs = load.span(), None
-        for low, high, unit, first_program, first_step in self.clusters:
+        for low, high, unit, first_program, first_step, _ in self.clusters:
             if span is None or _apart(span, (low, high)):
                 continue
             if programs is None:  # computed once, for the first cluster the load reaches
                 programs = load.programs(first=False)
-            addresses = load.addresses
-            offsets = addresses - low
-            inside = (addresses >= low) & (addresses <= high) & (offsets % unit == 0)
-            offsets, loaders = offsets[inside] // unit, programs[inside]
+            run = load.run(low, unit)
+            if run is not None:  # one element after another: the part inside the cluster, sliced
+                start, stop = max(run.start, 0), min(run.stop, first_program.size)
+                offsets, loaders = slice(start, stop), programs[start - run.start:stop - run.start]
+            else:
+                addresses = load.addresses
+                offsets = addresses - addresses.dtype.type(low)
+                inside = (addresses >= low) & (addresses <= high) & (offsets % unit == 0)
+                offsets, loaders = offsets[inside] // unit, programs[inside]
             writer = first_program[offsets]
             if ((writer < loaders) | ((writer == loaders) & (first_step[offsets] < load.step))).any():
                 return True
         return False
+
+    def commit_last_writers(self, native_store):
+        """Leave each address with the value of its last writer in the loop's order (the latest
+        program; of its stores, the latest), without sorting the writes: each cluster's stores are
+        written whole in step order (rows one copy each), then each address whose last writer in
+        step order is not its last in the loop's is written again, with the loop's last value."""
+        for low, high, unit, _, _, members in self.clusters:
+            stores = [record for record in members if record.apply is None]
+            for record in stores:  # in step order
+                _scatter(record.addresses, record.values, record.increasing(), native_store)
+            if len(stores) < 2:
+                continue
+            size = int(high - low) // unit + 1
+            last_program, last_store = np.full(size, -1, np.int64), np.full(size, -1, np.int32)
+            step_last = np.full(size, -1, np.int32)
+            wheres = [record.where(low, unit) for record in stores]
+            for index, (record, where) in enumerate(zip(stores, wheres)):
+                programs, current = record.programs(first=False), last_program[where]
+                later = programs >= current  # an equal program: this store is its later one
+                last_store[where] = np.where(later, index, last_store[where])
+                last_program[where] = np.where(later, programs, current)
+                step_last[where] = index
+            if np.array_equal(last_store, step_last):
+                continue
+            for index, (record, where) in enumerate(zip(stores, wheres)):
+                again = (last_store[where] == index) & (step_last[where] != index)
+                if again.any():
+                    _scatter(record.addresses[again], record.values[again], record.increasing(), native_store)
 
 
 def _clusters(records):
@@ -240,6 +306,12 @@ def _clusters(records):
     for low, high, members in clusters:
         members.sort(key=lambda r: r.step)
     return clusters
+
+
+def _scatter(addresses, values, rising, native_store):
+    """Write ``values`` at ``addresses`` (each once): one NumPy scatter, or the native loop."""
+    if not memory.scatter(addresses, values, rising):
+        native_store(addresses, values)
 
 
 def _in_loop_order(records):
