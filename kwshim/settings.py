@@ -77,9 +77,9 @@ FIELDS = (
     Field("equal_nan", True, "verify: NaN in the same place agrees; off: it counts as a difference"),
     Field("numerics", "gpu", "arithmetic of interpreted kernels: gpu (as an NVIDIA GPU computes) or ieee "
           "(exactly rounded, to tell a precision problem from a logic bug) (default: gpu)", tuple(NUMERICS)),
-    Field("grid", os.environ.get("KWSHIM_GRID") or "sequential", "how interpreted launches run their programs: "
+    Field("grid", os.environ.get("KWSHIM_GRID") or "batched", "how interpreted launches run their programs: "
           "sequential (Triton's loop), batched (together, with the loop's bits) or check (both, compared) "
-          "(default: KWSHIM_GRID, else sequential)", tuple(GRIDS)),
+          "(default: KWSHIM_GRID, else batched)", tuple(GRIDS)),
     Field("device", "none", "a virtual device for suites that say cuda: none, or cuda (tensors on the CPU, "
           "torch.cuda answering as an H200) (default: none)", tuple(DEVICES)),
 )

@@ -11,7 +11,7 @@ from kwshim.settings import FIELDS, GRIDS, NUMERICS, POLICIES
 
 
 def test_defaults_and_repr():
-    grid = os.environ.get("KWSHIM_GRID") or "sequential"  # the default's default
+    grid = os.environ.get("KWSHIM_GRID") or "batched"  # the default's default
     assert Settings() == Settings("all", 1e-05, 1e-08, True, "gpu", grid)
     assert repr(Settings()) == (f"Settings('all', rtol=1e-05, atol=1e-08, equal_nan=True, numerics='gpu', "
                                 f"grid={grid!r}, device=None)")
