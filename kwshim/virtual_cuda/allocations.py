@@ -124,7 +124,8 @@ class Allocations:
             class Counting(TorchDispatchMode):
                 def __torch_dispatch__(self, func, types, args=(), kwargs=None):
                     out = func(*args, **(kwargs or {}))
-                    allocations._see(out)
+                    if allocations._mode is self:  # else stopped from another thread: inert
+                        allocations._see(out)
                     return out
 
             tensor = torch.Tensor
@@ -134,7 +135,9 @@ class Allocations:
             patch.on_undo(self.stop)
 
     def stop(self):
-        """Take the mode off torch's stack (from under any mode pushed above it since)."""
+        """Take the mode off torch's stack (from under any mode pushed above it since). Stopped from
+        another thread than the one it counts in, it cannot reach that thread's stack: it stays
+        there, counting nothing."""
         from torch.utils._python_dispatch import _get_current_dispatch_mode_stack, _pop_mode, _push_mode
 
         mode, self._mode = self._mode, None
