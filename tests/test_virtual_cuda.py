@@ -254,6 +254,10 @@ def test_counting_stops_with_the_switch_from_under_a_mode_pushed_above_it():
     from torch.utils._python_dispatch import TorchDispatchMode, _get_current_dispatch_mode_stack
 
     class Other(TorchDispatchMode):
+        @classmethod
+        def _should_skip_dynamo(cls):  # as kwshim's: torch._dynamo does not import under Triton 2.x
+            return False
+
         def __torch_dispatch__(self, func, types, args=(), kwargs=None):
             return func(*args, **(kwargs or {}))
 

@@ -122,6 +122,14 @@ class Allocations:
             allocations = self
 
             class Counting(TorchDispatchMode):
+                @classmethod
+                def _should_skip_dynamo(cls):
+                    """False: torch would wrap ``__torch_dispatch__`` in ``torch._dynamo.disable``, which imports
+                    torch._dynamo at the first call. That import fails under Triton 2.x (torch's inductor
+                    needs ``triton.backends``) and adds to torch's namespace (``torch.onnx``, a wrapped
+                    ``torch.manual_seed``), which the switch must leave as it found it."""
+                    return False
+
                 def __torch_dispatch__(self, func, types, args=(), kwargs=None):
                     out = func(*args, **(kwargs or {}))
                     if allocations._mode is self:  # else stopped from another thread: inert
