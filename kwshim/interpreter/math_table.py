@@ -13,6 +13,8 @@ from typing import Any, Callable, Dict
 
 import numpy as np
 
+from .fma import fma
+
 __all__ = ["TABLE", "IMPLEMENTATIONS"]
 
 
@@ -312,6 +314,16 @@ def _opposite_signs(x, y):
 _TABLE: Dict[str, Callable[..., Any]] = {}
 
 
+def _f32(hexadecimal):
+    return np.float32(float.fromhex(hexadecimal))
+
+
+#: ``__nv_tanhf``'s constants: 2 log2(e); where the result is 1; where the polynomial ends; its coefficients
+_TANH_2_LOG2_E = _f32("0x1.715476p+1")
+_TANH_ONE_FROM, _TANH_POLYNOMIAL_BELOW = _f32("0x1.205968p+3"), _f32("0x1.333334p-1")
+_TANH_COEFFICIENTS = tuple(_f32(c) for c in ("0x1.01e104p-6", "-0x1.ac795cp-5", "0x1.10b282p-3", "-0x1.5553dap-2", "0"))
+
+
 def _tanhf(x):
     """libdevice's ``__nv_tanhf`` step by step (read from the release's ``libdevice.10.bc``): below
     0.6 an odd polynomial in fmas, exact here (the H200's bits for every sampled input); above,
@@ -319,23 +331,20 @@ def _tanhf(x):
     rounded here (97% of the H200's bits, the rest within 2 ulps); 1 from 9.0109. fp64 is NumPy's."""
     if x.dtype != np.float32:
         return np.tanh(x)
-    from .fma import fma
-
-    def f(text):
-        return np.float32(float.fromhex(text))
-
+    one = np.float32(1)
     size = np.abs(x)
     with np.errstate(over="ignore", invalid="ignore"):
-        power = (size * f("0x1.715476p+1")).astype(np.float32)
-        grown = (np.float32(1) + np.exp2(power.astype(np.float64)).astype(np.float32)).astype(np.float32)
-        large = fma((1 / grown.astype(np.float64)).astype(np.float32), f("-2"), f("1"))
-        large = np.copysign(np.where(size >= f("0x1.205968p+3"), f("1"), large), x)
+        power = (size * _TANH_2_LOG2_E).astype(np.float32)
+        grown = (one + np.exp2(power.astype(np.float64)).astype(np.float32)).astype(np.float32)
+        large = fma((1 / grown.astype(np.float64)).astype(np.float32), np.float32(-2), one)
+        large = np.copysign(np.where(size >= _TANH_ONE_FROM, one, large), x)
         square = (x * x).astype(np.float32)
-        poly = fma(f("0x1.01e104p-6"), square, f("-0x1.ac795cp-5"))
-        for coefficient in ("0x1.10b282p-3", "-0x1.5553dap-2", "0"):
-            poly = fma(poly, square, f(coefficient))
+        first, *rest = _TANH_COEFFICIENTS
+        poly = first
+        for coefficient in rest:
+            poly = fma(poly, square, coefficient)
         small = fma(poly, x, x)
-    return np.where(size >= f("0x1.333334p-1"), large, small)
+    return np.where(size >= _TANH_POLYNOMIAL_BELOW, large, small)
 
 
 def _add(names, function):

@@ -56,20 +56,17 @@ class Allocations:
     def __init__(self):
         self._lock = threading.RLock()
         self._live = {}  #: StorageImpl address -> (rounded bytes, requested bytes)
-        self._mode = None
-        self._thread = None
+        self._mode = self._thread = self._tensor = self._strided = None
         self.current = self.peak = self.requested = self.requested_peak = 0
         self.allocated = self.freed = self.allocations = self.frees = 0  #: bytes and counts, since the last reset
 
     # The dispatch mode's work, per operation: every output tensor's storage, if new (or resized).
     def _see(self, value):
-        import torch
-
         if isinstance(value, (list, tuple)):
             for item in value:
                 self._see(item)
             return
-        if not isinstance(value, torch.Tensor) or value.layout != torch.strided:
+        if not isinstance(value, self._tensor) or value.layout != self._strided:
             return
         try:
             storage = value.untyped_storage()
@@ -136,8 +133,8 @@ class Allocations:
                         allocations._see(out)
                     return out
 
-            tensor = torch.Tensor
-            self._see([value for value in gc.get_objects() if issubclass(type(value), tensor)])
+            self._tensor, self._strided = torch.Tensor, torch.strided
+            self._see([value for value in gc.get_objects() if issubclass(type(value), self._tensor)])
             self._mode, self._thread = Counting(), threading.current_thread()
             self._mode.__enter__()
             patch.on_undo(self.stop)
