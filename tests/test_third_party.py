@@ -76,9 +76,9 @@ def test_liger_geglu_stores_the_h200_s_bits_under_kwshim_run(liger):
 
 
 #: The outputs of ``tests/third_party/liger_kernels.py`` that have the H200's bits under the switch,
-#: on every 3.x release. The rest differ, for reasons the README's Numerics section names: sums in
-#: NumPy's order, not the GPU's lanes; ex2/rsqrt/rcp approximations rounded exactly here; and rms_norm's
-#: and layer_norm's backward run one program on a CPU, where the GPU runs one per SM.
+#: on every 3.x release. The rest differ; the known causes (README, Numerics) are not yet told apart
+#: output by output: sums in NumPy's order, not the GPU's lanes; ex2 and rsqrt approximations rounded
+#: exactly here; rms_norm's and layer_norm's backward run one program on a CPU, one per SM on the GPU.
 LIGER_BIT_EXACT = {
     "swiglu bfloat16": ("c", "da", "db"),
     "rms_norm bfloat16": ("y", "dw"),
