@@ -208,7 +208,7 @@ class _Marks:
     _NOBODY = np.iinfo(np.int32).max
 
     def __init__(self):
-        self.clusters = []  # (low, high, unit, first program, first step, the records in step order)
+        self.clusters = []  # (low, high, unit, first program, first step, the records in step order, where each falls)
         self.stores_overlap = False  # a store reaches an address a write before it reached
         self.mixed = False  # ... in a cluster of two element sizes: the pairwise checks tell which
 
@@ -227,10 +227,10 @@ class _Marks:
             first_program = np.full(size, cls._NOBODY, np.int32)
             first_step = np.zeros(size, np.int32)
             sizes = {r.values.dtype.itemsize for r in members}
-            for record in members:
-                where = record.where(low, unit)
-                if where is None:
-                    return None
+            wheres = [record.where(low, unit) for record in members]
+            if any(where is None for where in wheres):
+                return None
+            for record, where in zip(members, wheres):
                 programs = record.programs(first=True)
                 current = first_program[where]
                 if record.apply is None and (current != cls._NOBODY).any():
@@ -239,13 +239,13 @@ class _Marks:
                 earlier = programs < current  # records come in step order: an equal program was earlier
                 first_step[where] = np.where(earlier, record.step, first_step[where])
                 first_program[where] = np.where(earlier, programs, current)
-            marks.clusters.append((low, high, unit, first_program, first_step, members))
+            marks.clusters.append((low, high, unit, first_program, first_step, members, wheres))
         return marks
 
     def read_after_write(self, load):
         """Whether ``load`` reads an element that a program before its own, or its own earlier, wrote."""
         span, programs = load.span(), None
-        for low, high, unit, first_program, first_step, _ in self.clusters:
+        for low, high, unit, first_program, first_step, _, _ in self.clusters:
             if span is None or _apart(span, (low, high)):
                 continue
             if programs is None:  # computed once, for the first cluster the load reaches
@@ -269,8 +269,12 @@ class _Marks:
         program; of its stores, the latest), without sorting the writes: each cluster's stores are
         written whole in step order (rows one copy each), then each address whose last writer in
         step order is not its last in the loop's is written again, with the loop's last value."""
-        for low, high, unit, _, _, members in self.clusters:
-            stores = [record for record in members if record.apply is None]
+        for low, high, unit, _, _, members, all_wheres in self.clusters:
+            stores, wheres = [], []
+            for record, where in zip(members, all_wheres):
+                if record.apply is None:
+                    stores.append(record)
+                    wheres.append(where)
             for record in stores:  # in step order
                 _scatter(record.addresses, record.values, record.increasing(), native_store)
             if len(stores) < 2:
@@ -278,7 +282,6 @@ class _Marks:
             size = int(high - low) // unit + 1
             last_program, last_store = np.full(size, -1, np.int64), np.full(size, -1, np.int32)
             step_last = np.full(size, -1, np.int32)
-            wheres = [record.where(low, unit) for record in stores]
             for index, (record, where) in enumerate(zip(stores, wheres)):
                 programs, current = record.programs(first=False), last_program[where]
                 later = programs >= current  # an equal program: this store is its later one
