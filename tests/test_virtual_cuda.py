@@ -120,9 +120,10 @@ def test_a_nested_activation_cannot_change_the_device():
 SNAPSHOT = """
 import os; os.environ["TRITON_INTERPRET"] = "1"
 import importlib, torch, triton
+import torch.nn.attention.flex_attention as flex
 def snapshot():
     snap = {}
-    for owner in (torch, torch.cuda, torch.cuda.memory, torch.Tensor, torch.Tensor.__mro__[1], torch.autocast):
+    for owner in (torch, torch.cuda, torch.cuda.memory, torch.Tensor, torch.Tensor.__mro__[1], torch.autocast, flex):
         for name, value in list(vars(owner).items()):
             snap[(str(owner), name)] = value
     try:
@@ -160,6 +161,38 @@ def test_after_the_switch_goes_off_torch_cuda_and_triton_are_as_before():
     count, rest = first.split(" changed: ")
     assert int(count) > 60 and rest == "[] False False []"  # 39 factories, the Tensor methods, torch.cuda
     assert second == "cuda refused again"
+
+
+def _flex_attention_against_sdpa(device):
+    """flex attention (eager, causal) and SDPA with the same mask: outputs and gradients."""
+    from torch.nn.attention.flex_attention import create_block_mask, create_mask, flex_attention
+
+    def causal(batch, head, q_index, kv_index):
+        return q_index >= kv_index
+
+    torch.manual_seed(0)
+    inputs = [torch.randn(1, 2, 256, 16, device=device, requires_grad=True) for _ in range(3)]
+    copies = [tensor.detach().clone().requires_grad_(True) for tensor in inputs]
+    flex = flex_attention(*inputs, block_mask=create_block_mask(causal, 1, 2, 256, 256, device=device))
+    sdpa = torch.nn.functional.scaled_dot_product_attention(*copies, attn_mask=create_mask(causal, 1, 2, 256, 256,
+                                                                                              device=device))
+    flex.sum().backward()
+    sdpa.sum().backward()
+    return [(flex, sdpa)] + [(mine.grad, theirs.grad) for mine, theirs in zip(inputs, copies)]
+
+
+@pytest.mark.filterwarnings("ignore:flex_attention called without torch.compile")
+def test_flex_attention_runs_its_eager_backward_on_the_device_as_on_cuda():
+    pytest.importorskip("torch.nn.attention.flex_attention")
+    with pytest.raises(NotImplementedError, match="FlexAttention does not support backward on CPU"):
+        _flex_attention_against_sdpa("cpu")  # torch's refusal, without the device
+    with kwshim.activate(device="cuda"):
+        pairs = _flex_attention_against_sdpa("cuda")
+    for mine, theirs in pairs:
+        assert mine.shape == theirs.shape and torch.allclose(mine, theirs, atol=1e-5, rtol=1e-4)
+        assert mine.abs().sum() > 0
+    with pytest.raises(NotImplementedError, match="FlexAttention does not support backward on CPU"):
+        _flex_attention_against_sdpa("cpu")  # and again after the switch
 
 
 def test_the_device_needs_the_interpreter():

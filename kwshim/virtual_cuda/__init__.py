@@ -7,7 +7,9 @@ the same GPU, so that a suite written for a GPU runs unedited on the interpreter
   tensor on the CPU, and ``Tensor.is_cuda``;
 - ``torch_cuda``: ``torch.cuda``'s answers (availability, properties, streams, events, free memory);
 - ``allocations``: the allocation statistics, counted from the live storages of the device's tensors;
-- ``triton_driver``: what ``triton.runtime.driver.active`` answers.
+- ``triton_driver``: what ``triton.runtime.driver.active`` answers;
+- ``cpu_refusals``: torch's own refusals of CPU tensors lifted where its eager code is the same on
+  both devices (``flex_attention``'s backward).
 
 All of it is set through the switch's ``Patch`` and undone with it. Nothing here is imported
 unless the setting asks for it (torch is needed).
@@ -18,9 +20,10 @@ __all__ = ["install"]
 
 def install(patch, device: str) -> None:
     """Put the virtual ``device`` (``"cuda"``) in place through ``patch``."""
-    from . import placement, torch_cuda, triton_driver
+    from . import cpu_refusals, placement, torch_cuda, triton_driver
     from .model import H200
 
     torch_cuda.install(patch, H200)
     placement.install(patch)
     triton_driver.install(patch, H200)
+    cpu_refusals.install(patch)
