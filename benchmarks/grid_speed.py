@@ -13,10 +13,12 @@ program per SM, 132, each looping over its block of rows.
 
 import argparse
 import os
+import statistics
 import time
 
 os.environ["TRITON_INTERPRET"] = "1"
 
+import numpy as np  # noqa: E402
 import torch  # noqa: E402
 
 import kwshim  # noqa: E402
@@ -40,14 +42,83 @@ def _cases(rows, cols):
         return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + 1e-6) * w
 
     return [
-        ("rms_norm", lambda x, w: LigerRMSNormFunction.apply(x, w, 1e-6), rms_ref, (x, w)),
-        ("swiglu", LigerSiLUMulFunction.apply, lambda a, b: torch.nn.functional.silu(a) * b, (gate, up)),
+        ("rms_norm", lambda x, w: LigerRMSNormFunction.apply(x, w, 1e-6), rms_ref, (x, w), (_rms_floor, None)),
+        ("swiglu", LigerSiLUMulFunction.apply, lambda a, b: torch.nn.functional.silu(a) * b, (gate, up),
+         (_swiglu_floor, _swiglu_backward_floor)),
         ("cross_entropy", lambda x, t: LigerCrossEntropyFunction.apply(x, t, None)[0],
-         lambda x, t: torch.nn.functional.cross_entropy(x, t), (x, target)),
+         lambda x, t: torch.nn.functional.cross_entropy(x, t), (x, target), (_cross_entropy_floor, None)),
         ("layer_norm", lambda x, w, b: LigerLayerNormFunction.apply(x, w, b, 1e-6),
-         lambda x, w, b: torch.nn.functional.layer_norm(x, (cols,), w, b, 1e-6), (x, w, b)),
-        ("softmax", LigerSoftmaxFunction.apply, lambda x: torch.softmax(x, -1), (x,)),
+         lambda x, w, b: torch.nn.functional.layer_norm(x, (cols,), w, b, 1e-6), (x, w, b), (_layer_norm_floor, None)),
+        ("softmax", LigerSoftmaxFunction.apply, lambda x: torch.softmax(x, -1), (x,),
+         (_softmax_floor, _softmax_backward_floor)),
     ]
+
+
+# The NumPy floor: the kernel's own arithmetic, written as NumPy over the whole tensor at once (fp32,
+# one call per operation, nothing a GPU-faithful interpreter adds: no exact fma, no approximate exp,
+# no masks, no pointers, no store log). A batched launch does at least this work, so it is the limit
+# a program axis can reach; the torch reference's fused C++ loops are faster still.
+def _rms_floor(x, w):
+    return x * (1 / np.sqrt(np.mean(x * x, axis=1, keepdims=True) + np.float32(1e-6))) * w
+
+
+def _swiglu_floor(a, b):
+    return a / (1 + np.exp(-a)) * b
+
+
+def _swiglu_backward_floor(a, b):
+    dc = np.ones_like(a)
+    sigmoid = 1 / (1 + np.exp(-a))
+    silu = a * sigmoid
+    return dc * (silu * (1 - sigmoid) + sigmoid) * b, dc * silu
+
+
+def _cross_entropy_floor(x, target):
+    largest = x.max(axis=1, keepdims=True)
+    exp = np.exp(x - largest)
+    total = exp.sum(axis=1, keepdims=True)
+    rows = np.arange(x.shape[0])
+    loss = (np.log(total[:, 0]) + largest[:, 0] - x[rows, target]).mean()
+    gradient = exp / total
+    gradient[rows, target] -= 1
+    return loss, gradient / x.shape[0]
+
+
+def _layer_norm_floor(x, w, b):
+    mean = x.mean(axis=1, keepdims=True)
+    centred = x - mean
+    return centred * (1 / np.sqrt((centred * centred).mean(axis=1, keepdims=True) + np.float32(1e-6))) * w + b
+
+
+def _softmax_floor(x):
+    exp = np.exp(x - x.max(axis=1, keepdims=True))
+    return exp / exp.sum(axis=1, keepdims=True)
+
+
+def _softmax_backward_floor(x):
+    y, dy = _softmax_floor(x), np.ones_like(x)
+    return y * (dy - (dy * y).sum(axis=1, keepdims=True))
+
+
+def _median(runs, measure):
+    """The median of ``runs`` measurements (each a tuple of seconds), element by element, and the
+    last run's other results."""
+    results = [measure() for _ in range(runs)]
+    return tuple(statistics.median(times[i] for times, _ in results) for i in range(2)), results[-1][1]
+
+
+def _floor_seconds(floors, inputs):
+    """Seconds for the NumPy floor's forward and backward (None where there is none)."""
+    arrays = [t.numpy() for t in inputs]
+    seconds = []
+    for floor in floors:
+        if floor is None:
+            seconds.append(None)
+            continue
+        start = time.perf_counter()
+        floor(*arrays)
+        seconds.append(time.perf_counter() - start)
+    return tuple(seconds), None
 
 
 def _forward_backward(function, inputs, device=None):
@@ -70,24 +141,36 @@ def main():
     parser.add_argument("--rows", type=int, nargs="+", default=[256, 2048])
     parser.add_argument("--cols", type=int, default=1024)
     parser.add_argument("--device", choices=["cuda"], help="run the kernels on kwshim's virtual device")
+    parser.add_argument("--repeats", type=int, default=5, help="runs of batched, torch and the floor (median)")
+    parser.add_argument("--sequential-repeats", type=int, default=1, help="runs of sequential (median)")
     arguments = parser.parse_args()
     device = arguments.device
     settings = {"device": device} if device else {}
+    print(f"medians of {arguments.repeats} runs ({arguments.sequential_repeats} sequential)")
     print(f"{'kernel':<15}{'pass':>5}{'rows':>6}{'sequential':>12}{'batched':>10}{'speed-up':>10}{'torch':>9}"
-          f"{'batched/torch':>15}  same bits")
+          f"{'batched/torch':>15}{'NumPy floor':>13}{'batched/floor':>15}{'floor/torch':>13}  same bits")
     for rows in arguments.rows:
-        for name, function, reference, inputs in _cases(rows, arguments.cols):
+        for name, function, reference, inputs, floors in _cases(rows, arguments.cols):
             with kwshim.activate(grid="batched", **settings):
                 _forward_backward(function, inputs, device)  # warm: kernels made, autotuned, cached
-                batched, batched_out = _forward_backward(function, inputs, device)
+                batched, batched_out = _median(arguments.repeats, lambda: _forward_backward(function, inputs, device))
             with kwshim.activate(grid="sequential", **settings):
-                sequential, sequential_out = _forward_backward(function, inputs, device)
-            floor, _ = _forward_backward(reference, inputs)
+                sequential, sequential_out = _median(arguments.sequential_repeats,
+                                                     lambda: _forward_backward(function, inputs, device))
+            torch_time, _ = _median(arguments.repeats, lambda: _forward_backward(reference, inputs))
+            floor = [statistics.median(run) if None not in run else None for run in
+                     zip(*(_floor_seconds(floors, inputs)[0] for _ in range(arguments.repeats)))]
             same = "yes" if _same_bits(sequential_out, batched_out) else "NO"
             for index, direction in enumerate(("fwd", "bwd")):
-                print(f"{name:<15}{direction:>5}{rows:>6}{sequential[index] * 1e3:>10.0f}ms"
-                      f"{batched[index] * 1e3:>8.0f}ms{sequential[index] / batched[index]:>9.1f}x"
-                      f"{floor[index] * 1e3:>7.1f}ms{batched[index] / floor[index]:>14.1f}x  {same}")
+                line = (f"{name:<15}{direction:>5}{rows:>6}{sequential[index] * 1e3:>10.0f}ms"
+                        f"{batched[index] * 1e3:>8.0f}ms{sequential[index] / batched[index]:>9.1f}x"
+                        f"{torch_time[index] * 1e3:>7.1f}ms{batched[index] / torch_time[index]:>14.1f}x")
+                if floor[index] is None:
+                    line += f"{'':>13}{'':>15}{'':>13}"
+                else:
+                    line += (f"{floor[index] * 1e3:>11.1f}ms{batched[index] / floor[index]:>14.1f}x"
+                             f"{floor[index] / torch_time[index]:>12.1f}x")
+                print(line + f"  {same}")
     reasons = grid_module.fallback_reasons()
     print(f"\nkernels that fell back to the loop: {len(reasons)}")
     for kernel, reason in sorted(reasons.items()):
