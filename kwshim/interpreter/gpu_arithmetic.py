@@ -85,11 +85,17 @@ def subnormal(data):
 
 def flushed(data, positive=False):
     """fp32 ``data`` with subnormals made zeros of their sign (``positive``: +0), as the ``.ftz``
-    instructions and the GPU's libdevice read and write them; data of another type as it is."""
+    instructions and the GPU's libdevice read and write them; data of another type, or with no
+    subnormal, as it is (the same array: nothing writes into a handle's data)."""
     if data.dtype != np.float32:
         return data
-    zero = np.float32(0) if positive else np.copysign(np.float32(0), data)
-    return np.where(subnormal(data), zero, data).astype(np.float32)
+    small = np.abs(data) < _SMALLEST_NORMAL  # zeros among them: most blocks have none of either
+    if not small.any():
+        return data
+    small &= data != 0
+    if not small.any():
+        return data
+    return np.where(small, np.float32(0) if positive else np.copysign(np.float32(0), data), data)
 
 
 def _chunked_dot(a, b, d, step, accumulator):
