@@ -268,3 +268,24 @@ def test_a_tolerance_allows_its_bound_and_no_more_and_never_for_nan_inf_or_zero(
     assert not close(0x00000000, 0x00000001) and not close(0x7F800000, 0x7F7FFFFF)  # zero, inf kept exact
     relative = numerics._within(("of largest", 2e-6), [0x41200000], "fp32")  # largest value 10.0
     assert relative(0x3F800000, 0x3F800000 + 100) and not relative(0x3F800000, 0x3F800000 + 200)
+
+
+def test_a_direct_float_conversion_gives_the_fp64_path_s_bits_nan_payloads_and_all():
+    from kwshim.interpreter.conversions import float_to_float
+
+    ml_dtypes = pytest.importorskip("ml_dtypes")
+    every16 = np.arange(2 ** 16, dtype=np.uint16)
+    fp32 = np.concatenate([np.random.default_rng(0).integers(0, 2 ** 32, 200_000, dtype=np.uint64).astype(np.uint32),
+                           np.arange(2 ** 16, dtype=np.uint32),  # subnormals
+                           np.arange(0x7F7F0000, 0x7F810000, dtype=np.uint32),  # the largest, inf, signalling NaNs
+                           np.arange(0xFFBF0000, 0xFFC10000, dtype=np.uint32)]).view(np.float32)
+    sources = [every16.view(ml_dtypes.bfloat16), every16.view(np.float16), fp32]
+    for source in sources:
+        for target in (np.float64, np.float32, np.float16, ml_dtypes.bfloat16):
+            target = np.dtype(target)
+            with np.errstate(all="ignore"):
+                wide = source.astype(np.float64)
+                expected = wide.astype(target) if target.itemsize >= 4 else wide.astype(np.float32).astype(target)
+                got = float_to_float(source, target)
+            unsigned = f"u{target.itemsize}"
+            assert np.array_equal(got.view(unsigned), expected.view(unsigned)), (source.dtype, target)

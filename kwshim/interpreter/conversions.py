@@ -59,11 +59,22 @@ def _toward_zero(wide, rounded, target):
     return bits.view(target)
 
 
+#: target -> the sources a direct cast converts as the fp64 path does, NaNs apart: the target holds
+#: every source value exactly (widening), or the source is fp32, rounded once to nearest even
+_DIRECT = {"float64": ("float16", "bfloat16", "float32"), "float32": ("float16", "bfloat16", "float32"),
+           "float16": ("float32",), "bfloat16": ("float32",)}
+
+
 def float_to_float(data, target, toward_zero=False, rebias_fp8e5=False):
     """``data`` (any float array) rounded to the float dtype ``target`` as the GPU converts;
     ``rebias_fp8e5``: ``data`` is fp8e5 and ``target`` bf16 (the GPU's exponent rebias)."""
     target = np.dtype(target)
-    wide = np.asarray(data).astype(np.float64)
+    data = np.asarray(data)
+    if not (toward_zero or rebias_fp8e5) and data.dtype.name in _DIRECT.get(target.name, ()):
+        direct = data.astype(target)  # exact, or one rounding from fp32: the fp64 path's bits
+        if not np.isnan(direct).any():  # but for NaNs' payloads, which the fp64 path quiets
+            return direct
+    wide = data.astype(np.float64)
     if rebias_fp8e5:
         bits = np.asarray(data).view(np.uint8)
         special = (bits & 0x7C) == 0x7C
