@@ -101,10 +101,11 @@ def _softmax_backward_floor(x):
 
 
 def _median(runs, measure):
-    """The median of ``runs`` measurements (each a tuple of seconds), element by element, and the
-    last run's other results."""
+    """The median of ``runs`` measurements (each a tuple of seconds, None where nothing was timed),
+    element by element, and the last run's other results."""
     results = [measure() for _ in range(runs)]
-    return tuple(statistics.median(times[i] for times, _ in results) for i in range(2)), results[-1][1]
+    return tuple(None if results[0][0][i] is None else statistics.median(times[i] for times, _ in results)
+                 for i in range(2)), results[-1][1]
 
 
 def _floor_seconds(floors, inputs):
@@ -158,8 +159,7 @@ def main():
                 sequential, sequential_out = _median(arguments.sequential_repeats,
                                                      lambda: _forward_backward(function, inputs, device))
             torch_time, _ = _median(arguments.repeats, lambda: _forward_backward(reference, inputs))
-            floor = [statistics.median(run) if None not in run else None for run in
-                     zip(*(_floor_seconds(floors, inputs)[0] for _ in range(arguments.repeats)))]
+            floor, _ = _median(arguments.repeats, lambda: _floor_seconds(floors, inputs))
             same = "yes" if _same_bits(sequential_out, batched_out) else "NO"
             for index, direction in enumerate(("fwd", "bwd")):
                 line = (f"{name:<15}{direction:>5}{rows:>6}{sequential[index] * 1e3:>10.0f}ms"

@@ -76,7 +76,7 @@ def float_to_float(data, target, toward_zero=False, rebias_fp8e5=False):
             return direct
     wide = data.astype(np.float64)
     if rebias_fp8e5:
-        bits = np.asarray(data).view(np.uint8)
+        bits = data.view(np.uint8)
         special = (bits & 0x7C) == 0x7C
         rebiased = np.where(bits & 0x80, -1.0, 1.0) * 2.0 ** 16 * (1 + (bits & 3) / 4)
         wide = np.where(special, rebiased, wide)
@@ -84,7 +84,7 @@ def float_to_float(data, target, toward_zero=False, rebias_fp8e5=False):
     if is_fp8(target) and not toward_zero:
         largest = finite_max(target)
         wide = np.where(np.isnan(wide), wide, np.clip(wide, -largest, largest))  # satfinite
-    if target.itemsize >= 4 or np.asarray(data).dtype.itemsize > 4:
+    if target.itemsize >= 4 or data.dtype.itemsize > 4:
         rounded = wide.astype(target)
     else:  # from at most fp32: exact in fp32, rounded once
         rounded = wide.astype(np.float32).astype(target)
