@@ -2,17 +2,21 @@
 ``verify`` compares with, and the arithmetic interpreted kernels compute with (and, as they land,
 the grid and device choices).
 
-This module owns each setting's name, default, validation and one-line help. The doors
-(``activate``, ``kwshim run --NAME``, ``pytest --kwshim-NAME`` and the ini key ``kwshim_NAME``)
-translate their spelling into a ``Settings`` and read nothing else; the autotuner reads the
-``Settings`` in force. A new autotune policy is a line in ``POLICIES`` and its own code.
+This module owns each setting's name, default, environment variable, validation and one-line
+help. The doors (``activate``, ``kwshim run --NAME``, ``pytest --kwshim-NAME`` and the ini key
+``kwshim_NAME``) translate only what their user named into a mapping; ``resolve`` completes it from
+the enclosing activation, or else from the ``KWSHIM_NAME`` environment variables and the defaults,
+when the switch starts (never at ``import kwshim``: a bad variable fails only where it is used).
+The code that acts on a setting reads the ``Settings`` in force. A new autotune policy is a line in
+``POLICIES`` and its own code.
 """
 
 import dataclasses
 import os
-from typing import Any, Dict, NamedTuple, Optional, Tuple
+from typing import Any, Dict, Mapping, NamedTuple, Optional, Tuple
 
-__all__ = ["Settings", "DEFAULT", "POLICIES", "NUMERICS", "GRIDS", "DEVICES", "FIELDS", "Field"]
+__all__ = ["Settings", "DEFAULT", "POLICIES", "NUMERICS", "GRIDS", "DEVICES", "FIELDS", "Field", "resolve",
+           "parse_text"]
 
 #: The autotune policies, in the order the help lists them, each with what it does.
 POLICIES: Dict[str, str] = {
@@ -64,6 +68,11 @@ class Field(NamedTuple):
         """What a door converts a given value with (None: a string, one of ``choices``)."""
         return None if self.choices or self.is_switch else type(self.default)
 
+    @property
+    def variable(self) -> str:
+        """The environment variable read for it when the switch starts: ``KWSHIM_NAME``."""
+        return f"KWSHIM_{self.name.upper()}"
+
     def flag(self, prefix: str = "") -> str:
         """``--PREFIXNAME``, or ``--PREFIXno-NAME`` for a switch (``prefix``: ``"kwshim-"`` for pytest)."""
         return f"--{prefix}{'no-' if self.is_switch else ''}{self.name.replace('_', '-')}"
@@ -77,9 +86,9 @@ FIELDS = (
     Field("equal_nan", True, "verify: NaN in the same place agrees; off: it counts as a difference"),
     Field("numerics", "gpu", "arithmetic of interpreted kernels: gpu (as an NVIDIA GPU computes) or ieee "
           "(exactly rounded, to tell a precision problem from a logic bug) (default: gpu)", tuple(NUMERICS)),
-    Field("grid", os.environ.get("KWSHIM_GRID") or "batched", "how interpreted launches run their programs: "
+    Field("grid", "batched", "how interpreted launches run their programs: "
           "sequential (Triton's loop), batched (together, with the loop's bits) or check (both, compared) "
-          "(default: KWSHIM_GRID, else batched)", tuple(GRIDS)),
+          "(default: batched)", tuple(GRIDS)),
     Field("device", "none", "a virtual device for suites that say cuda: none, or cuda (tensors on the CPU, "
           "torch.cuda answering as an H200) (default: none)", tuple(DEVICES)),
 )
@@ -100,14 +109,23 @@ class Settings:
     device: Optional[str] = None
 
     def __post_init__(self):
+        for name, wanted in (("autotune", str), ("numerics", str), ("grid", str), ("device", (str, type(None))),
+                             ("equal_nan", bool)):
+            value = getattr(self, name)
+            if not isinstance(value, wanted):
+                what = {"device": "None or a string", "equal_nan": "True or False"}.get(name, "a string")
+                raise TypeError(f"kwshim: {name} must be {what}, not {value!r}")
+        for name in ("rtol", "atol"):
+            value = getattr(self, name)
+            if not isinstance(value, (int, float)) or isinstance(value, bool):
+                raise TypeError(f"kwshim: {name} must be a number >= 0, not {value!r}")
         if self.autotune not in POLICIES:
             raise ValueError(f"kwshim: unknown autotune policy {self.autotune!r}; choose one of {', '.join(POLICIES)}")
         for name in ("rtol", "atol"):
             value = getattr(self, name)
-            if not isinstance(value, (int, float)) or isinstance(value, bool) or not value >= 0:
+            if not value >= 0:
                 raise ValueError(f"kwshim: {name} must be a number >= 0, not {value!r}")
             object.__setattr__(self, name, float(value))
-        object.__setattr__(self, "equal_nan", bool(self.equal_nan))
         if self.numerics not in NUMERICS:
             raise ValueError(f"kwshim: unknown numerics {self.numerics!r}; choose one of {', '.join(NUMERICS)}")
         if self.grid not in GRIDS:
@@ -118,9 +136,61 @@ class Settings:
             raise ValueError(f"kwshim: unknown device {self.device!r}; choose None or one of "
                              f"{', '.join(d for d in DEVICES if d != 'none')}")
 
+    def describe(self) -> str:
+        """Every setting as ``name=value``, for a header or a log line."""
+        values = ((field.name, getattr(self, field.name)) for field in FIELDS)
+        return ", ".join(f"{name}={'none' if value is None else value}" for name, value in values)
+
     def __repr__(self):
         return (f"Settings({self.autotune!r}, rtol={self.rtol}, atol={self.atol}, equal_nan={self.equal_nan}, "
                 f"numerics={self.numerics!r}, grid={self.grid!r}, device={self.device!r})")
 
 
 DEFAULT = Settings()
+
+
+_TRUE, _FALSE = ("1", "true", "yes", "on"), ("0", "false", "no", "off")
+
+
+def parse_text(field: Field, text: str) -> Any:
+    """A setting written as text (an environment variable, an ini value) as ``Settings`` takes it;
+    ``ValueError`` naming kwshim where the text is not of the setting's type."""
+    text = text.strip()
+    if field.is_switch:
+        if text.lower() in _TRUE + _FALSE:
+            return text.lower() in _TRUE
+        raise ValueError(f"kwshim: {field.name} must be one of {', '.join(_TRUE + _FALSE)}, not {text!r}")
+    if isinstance(field.default, float):
+        try:
+            return float(text)
+        except ValueError:
+            raise ValueError(f"kwshim: {field.name} must be a number >= 0, not {text!r}") from None
+    return text
+
+
+def resolve(named: Mapping[str, Any], base: Optional[Settings] = None,
+            environ: Optional[Mapping[str, str]] = None) -> Settings:
+    """The settings of an activation: those ``named`` by its door over ``base`` (the enclosing
+    activation's, which a nested one inherits), else over each ``KWSHIM_NAME`` variable set in
+    ``environ`` (``os.environ``) for a setting not named, else the defaults. A bad variable is a
+    ``ValueError`` naming it; a bad named value is ``Settings``'s own error."""
+    names = {field.name for field in FIELDS}
+    unknown = [name for name in named if name not in names]
+    if unknown:
+        raise TypeError(f"kwshim: unknown setting {unknown[0]!r}; the settings are {', '.join(names)}")
+    dataclasses.replace(DEFAULT, **named)  # the values named are checked first: theirs is the error to see
+    if base is None:
+        values = {}
+        environ = os.environ if environ is None else environ
+        for field in FIELDS:
+            text = environ.get(field.variable, "")
+            if field.name in named or not text.strip():
+                continue
+            try:
+                values[field.name] = parse_text(field, text)
+                Settings(**{field.name: values[field.name]})
+            except (TypeError, ValueError) as exc:
+                reason = str(exc).replace("kwshim: ", "", 1)
+                raise ValueError(f"kwshim: {field.variable}={text!r}: {reason}") from None
+        base = Settings(**values)
+    return dataclasses.replace(base, **named)

@@ -65,6 +65,7 @@ def test_usage_errors_exit_2():
     assert kwshim_cli("check").returncode == 2
     missing = kwshim_cli("check", "no/such/path.py")
     assert missing.returncode == 2 and "no such file or directory: no/such/path.py" in missing.stderr
+    assert missing.stderr.startswith("usage: kwshim check"), missing.stderr  # the command's usage, not the top's
     assert kwshim_cli("frobnicate").returncode == 2
 
 

@@ -91,6 +91,9 @@ def test_the_grid_line_says_which_mode_is_in_force_and_whether_batching_works(re
     line = next(line for line in render(report).splitlines() if line.startswith("grid "))
     assert line.startswith(f"grid        {kwshim_default_grid()} under the switch (KWSHIM_GRID=unset); batching ")
     assert ("batching works" in line) is batching
+    monkeypatch.setenv("KWSHIM_GRID", "fast")
+    line = next(line for line in render(report).splitlines() if line.startswith("grid "))
+    assert line.startswith("grid        nothing (KWSHIM_GRID='fast': unknown grid 'fast'; choose one of ")
 
 
 def kwshim_default_grid():

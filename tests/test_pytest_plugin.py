@@ -7,7 +7,7 @@ import textwrap
 
 import pytest
 
-from kwshim.settings import DEFAULT
+from kwshim.settings import resolve
 
 from ._subprocess import environment, inherited_pythonpath
 
@@ -26,7 +26,7 @@ PLUGIN_TEST = textwrap.dedent("""
 """)
 
 
-DEFAULT_TOLERANCES = (f"rtol=1e-05, atol=1e-08, equal_nan=True, numerics='gpu', grid={DEFAULT.grid!r}, "
+DEFAULT_TOLERANCES = (f"rtol=1e-05, atol=1e-08, equal_nan=True, numerics='gpu', grid={resolve({}).grid!r}, "
                       f"device=None)")
 
 
@@ -87,8 +87,8 @@ def test_the_plugin_refuses_to_start_where_the_interpreter_stores_nothing(tmp_pa
 
 
 def test_start_up_problems_are_shown_without_dash_s(tmp_path):
-    """pytest captures stderr while plugins start: a printed line would be lost. The plugin's
-    start-up problems are warnings, in the summary pytest prints even with -q."""
+    """pytest captures stderr while plugins start: a printed line would be lost. The plugin writes
+    its start-up problems when the session starts, before the first test's result, even with -q."""
     import torch
 
     if torch.cuda.is_available():
@@ -98,8 +98,44 @@ def test_start_up_problems_are_shown_without_dash_s(tmp_path):
                           capture_output=True, text=True, cwd=tmp_path, env=environment(TRITON_INTERPRET="0"),
                           timeout=300)
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
-    assert "KwshimStartUpWarning: kwshim: the interpreter is off (TRITON_INTERPRET=0)" in done.stdout, done.stdout
-    assert done.stdout.strip().splitlines()[-1].startswith("1 passed, 1 warning")
+    lines = done.stdout.strip().splitlines()
+    assert lines[0].startswith("kwshim: the interpreter is off (TRITON_INTERPRET=0)"), done.stdout
+    assert lines[-1].startswith("1 passed in"), done.stdout
+
+
+def run_pytest(tmp_path, *args, **env):
+    (tmp_path / "test_x.py").write_text("def test_x():\n    pass\n")
+    (tmp_path / "pytest.ini").write_text("[pytest]\n")
+    return subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", *args, "test_x.py"],
+                          capture_output=True, text=True, cwd=tmp_path, env=environment(**env), timeout=300)
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--kwshim-grid", "check"], "ERROR: kwshim: --kwshim-grid needs --kwshim (without it kwshim is off and it does "
+                                 "nothing)"),
+    (["--kwshim-device", "cuda", "--kwshim-no-equal-nan"],
+     "ERROR: kwshim: --kwshim-no-equal-nan --kwshim-device need --kwshim"),
+])
+def test_a_kwshim_option_without_kwshim_is_a_usage_error(tmp_path, args, message):
+    done = run_pytest(tmp_path, *args)
+    assert done.returncode == 4 and done.stderr.strip().startswith(message), done.stderr[-2000:]
+    assert len(done.stderr.strip().splitlines()) == 1
+
+
+def test_a_bad_kwshim_variable_fails_the_switch_in_one_line_and_nothing_else(tmp_path):
+    done = run_pytest(tmp_path, "-q", KWSHIM_GRID="fast")
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]  # plain pytest: kwshim is off
+    done = run_pytest(tmp_path, "-q", "--kwshim", KWSHIM_GRID="fast")
+    assert done.returncode == 4 and done.stderr.strip() == (
+        "ERROR: kwshim: KWSHIM_GRID='fast': unknown grid 'fast'; choose one of sequential, batched, check")
+    done = run_pytest(tmp_path, "-q", "--kwshim", "--kwshim-grid", "sequential", KWSHIM_GRID="fast")
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]  # named: the variable is not used
+
+
+def test_the_header_names_every_setting_in_force(tmp_path):
+    done = run_pytest(tmp_path, "--kwshim", "--kwshim-grid", "sequential", KWSHIM_AUTOTUNE="first")
+    assert ("kwshim: on, autotune=first, rtol=1e-05, atol=1e-08, equal_nan=True, numerics=gpu, grid=sequential, "
+            "device=none\n") in done.stdout, done.stdout[-2000:]
 
 
 def test_the_plugin_names_a_missing_triton_as_a_usage_error(tmp_path):

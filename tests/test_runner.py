@@ -7,7 +7,7 @@ import textwrap
 
 import pytest
 
-from kwshim.settings import DEFAULT
+from kwshim.settings import resolve
 
 from ._subprocess import environment
 from .kernels import needs_block_loads
@@ -64,7 +64,7 @@ def test_kwshim_run_passes_verify_tolerances_to_the_switch(tmp_path):
     assert ("Settings('verify', rtol=0.5, atol=0.25, equal_nan=False, numerics='ieee', grid='check', "
             "device=None)") in done.stdout
     done = kwshim("run", "show.py", cwd=tmp_path)
-    assert (f"Settings('all', rtol=1e-05, atol=1e-08, equal_nan=True, numerics='gpu', grid={DEFAULT.grid!r}, "
+    assert (f"Settings('all', rtol=1e-05, atol=1e-08, equal_nan=True, numerics='gpu', grid={resolve({}).grid!r}, "
             f"device=None)") in done.stdout
     done = kwshim("run", "--numerics", "exact", "show.py", cwd=tmp_path)
     assert done.returncode == 2 and "invalid choice: 'exact' (choose from 'gpu', 'ieee')" in done.stderr
@@ -84,12 +84,23 @@ def test_kwshim_run_passes_everything_after_the_script_verbatim_as_python_does(t
 
 
 @pytest.mark.parametrize("args, message", [
-    (["missing.py"], "kwshim run: no such file: 'missing.py'"),
+    (["missing.py"], "kwshim run: no such file or directory: 'missing.py'"),
+    (["."], "kwshim run: '.' is a directory with no __main__.py"),
     (["-m", "no_such_module_here"], "kwshim run: no module named 'no_such_module_here'"),
 ])
 def test_kwshim_run_names_a_missing_target_in_one_line_with_status_2(tmp_path, args, message):
     done = kwshim("run", *args, cwd=tmp_path)
     assert done.returncode == 2 and done.stderr.strip() == message
+
+
+def test_kwshim_run_finds_a_module_and_a_directory_where_python_does(tmp_path):
+    show = "from kwshim.doors import switch\nprint('on' if switch.is_active() else 'off', __name__)\n"
+    (tmp_path / "here.py").write_text(show)
+    (tmp_path / "app").mkdir()
+    (tmp_path / "app" / "__main__.py").write_text(show)
+    for args in (["-m", "here"], ["app"]):
+        done = kwshim("run", *args, cwd=tmp_path)
+        assert done.returncode == 0 and done.stdout == "on __main__\n", (args, done.stderr[-2000:])
 
 
 def test_kwshim_run_help_explains_the_policies_and_triton_interpret(tmp_path):

@@ -7,11 +7,11 @@ import sys
 import pytest
 
 from kwshim import Settings
-from kwshim.settings import FIELDS, GRIDS, NUMERICS, POLICIES
+from kwshim.settings import FIELDS, GRIDS, NUMERICS, POLICIES, resolve
 
 
 def test_defaults_and_repr():
-    grid = os.environ.get("KWSHIM_GRID") or "batched"  # the default's default
+    grid = "batched"  # KWSHIM_GRID is read when the switch starts, never into the defaults
     assert Settings() == Settings("all", 1e-05, 1e-08, True, "gpu", grid)
     assert repr(Settings()) == (f"Settings('all', rtol=1e-05, atol=1e-08, equal_nan=True, numerics='gpu', "
                                 f"grid={grid!r}, device=None)")
@@ -25,8 +25,6 @@ def test_defaults_and_repr():
 @pytest.mark.parametrize("bad, message", [
     ({"autotune": "fastest"}, "kwshim: unknown autotune policy 'fastest'; choose one of first, all, verify"),
     ({"rtol": -1.0}, "kwshim: rtol must be a number >= 0, not -1.0"),
-    ({"atol": "0.1"}, "kwshim: atol must be a number >= 0, not '0.1'"),
-    ({"rtol": True}, "kwshim: rtol must be a number >= 0, not True"),
     ({"numerics": "exact"}, "kwshim: unknown numerics 'exact'; choose one of gpu, ieee"),
     ({"grid": "parallel"}, "kwshim: unknown grid 'parallel'; choose one of sequential, batched, check"),
     ({"device": "xpu"}, "kwshim: unknown device 'xpu'; choose None or one of cuda"),
@@ -35,6 +33,54 @@ def test_a_bad_value_is_refused_naming_kwshim(bad, message):
     with pytest.raises(ValueError) as caught:
         Settings(**bad)
     assert str(caught.value) == message
+
+
+@pytest.mark.parametrize("bad, message", [
+    ({"atol": "0.1"}, "kwshim: atol must be a number >= 0, not '0.1'"),
+    ({"rtol": True}, "kwshim: rtol must be a number >= 0, not True"),
+    ({"equal_nan": "false"}, "kwshim: equal_nan must be True or False, not 'false'"),
+    ({"equal_nan": 0}, "kwshim: equal_nan must be True or False, not 0"),
+    ({"grid": ["batched"]}, "kwshim: grid must be a string, not ['batched']"),
+    ({"numerics": {"gpu"}}, "kwshim: numerics must be a string, not {'gpu'}"),
+    ({"autotune": None}, "kwshim: autotune must be a string, not None"),
+    ({"device": ["cuda"]}, "kwshim: device must be None or a string, not ['cuda']"),
+])
+def test_a_value_of_the_wrong_type_is_a_type_error_naming_kwshim(bad, message):
+    with pytest.raises(TypeError) as caught:
+        Settings(**bad)
+    assert str(caught.value) == message
+
+
+def test_resolve_reads_the_environment_only_for_what_is_not_named_and_inherits_from_a_base():
+    environ = {"KWSHIM_GRID": "check", "KWSHIM_EQUAL_NAN": "off", "KWSHIM_ATOL": "0.5", "KWSHIM_DEVICE": ""}
+    assert resolve({}, environ=environ) == Settings(grid="check", equal_nan=False, atol=0.5)
+    assert resolve({"grid": "sequential"}, environ=environ).grid == "sequential"
+    # a bad variable fails only where its setting is used, in one line naming it
+    assert resolve({"grid": "batched"}, environ={"KWSHIM_GRID": "fast"}).grid == "batched"
+    with pytest.raises(ValueError) as caught:
+        resolve({}, environ={"KWSHIM_GRID": "fast"})
+    assert str(caught.value) == ("kwshim: KWSHIM_GRID='fast': unknown grid 'fast'; choose one of sequential, "
+                                 "batched, check")
+    with pytest.raises(ValueError, match=r"^kwshim: KWSHIM_RTOL='tight': rtol must be a number >= 0, not 'tight'$"):
+        resolve({}, environ={"KWSHIM_RTOL": "tight"})
+    with pytest.raises(ValueError, match="^kwshim: KWSHIM_EQUAL_NAN='maybe': equal_nan must be one of 1, true"):
+        resolve({}, environ={"KWSHIM_EQUAL_NAN": "maybe"})
+    # a base (the enclosing activation) is inherited whole; the environment is not read again
+    outer = Settings("verify", device="cuda", grid="sequential")
+    assert resolve({"autotune": "first"}, outer, environ=environ) == Settings("first", device="cuda",
+                                                                              grid="sequential")
+    with pytest.raises(TypeError, match="^kwshim: unknown setting 'gird'"):
+        resolve({"gird": "check"})
+
+
+def test_a_bad_environment_variable_does_not_break_import_kwshim_or_the_tools():
+    env = dict(os.environ, KWSHIM_GRID="fast")
+    done = subprocess.run([sys.executable, "-c", "import kwshim; print(kwshim.Settings().grid)"],
+                          capture_output=True, text=True, env=env)
+    assert done.returncode == 0 and done.stdout.strip() == "batched", done.stderr[-2000:]
+    done = subprocess.run([sys.executable, "-m", "kwshim", "check", __file__], capture_output=True, text=True,
+                          env=env)
+    assert done.returncode == 0, done.stderr[-2000:]
 
 
 def test_settings_are_immutable_and_hashable():

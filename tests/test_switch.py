@@ -71,6 +71,31 @@ def test_nesting_double_deactivation_and_the_policy_in_force():
     assert not handle.active
 
 
+def test_a_nested_activation_inherits_every_setting_it_does_not_name(monkeypatch):
+    monkeypatch.setenv("KWSHIM_NUMERICS", "ieee")
+    with kwshim.activate(grid="sequential", rtol=0.5, device="cuda"):
+        assert switch.active_settings().numerics == "ieee"  # the outermost reads KWSHIM_NUMERICS
+        monkeypatch.setenv("KWSHIM_NUMERICS", "not-read-again")
+        with kwshim.activate(autotune="first"):  # not "cannot make it None": the device is inherited
+            assert switch.active_settings() == kwshim.Settings("first", rtol=0.5, numerics="ieee",
+                                                               grid="sequential", device="cuda")
+        assert switch.active_settings().autotune == "all"
+
+
+@pytest.mark.parametrize("bad, error, message", [
+    ({"grid": ["batched"]}, TypeError, "kwshim: grid must be a string, not ['batched']"),
+    ({"equal_nan": "false"}, TypeError, "kwshim: equal_nan must be True or False, not 'false'"),
+    ({"device": ["cuda"]}, TypeError, "kwshim: device must be None or a string, not ['cuda']"),
+    ({}, ValueError, "kwshim: KWSHIM_GRID='fast': unknown grid 'fast'; choose one of sequential, batched, check"),
+])
+def test_activate_refuses_a_bad_value_naming_kwshim_and_switches_nothing_on(monkeypatch, bad, error, message):
+    monkeypatch.setenv("KWSHIM_GRID", "fast")
+    with pytest.raises(error) as caught:
+        kwshim.activate(**bad)
+    assert str(caught.value) == message
+    assert not switch.is_active()
+
+
 def test_out_of_order_deactivation_keeps_the_switch_until_the_last_handle():
     first, second = kwshim.activate(autotune="first"), kwshim.activate(autotune="all")
     first.deactivate()

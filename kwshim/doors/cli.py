@@ -9,7 +9,7 @@ import json
 import os
 import sys
 
-from ..settings import FIELDS, POLICIES, Settings
+from ..settings import FIELDS, POLICIES
 
 __all__ = ["main"]
 
@@ -42,10 +42,10 @@ def main(argv=None):
         epilog="autotune policies:\n" + "".join(f"  {name:<7} {meaning}\n" for name, meaning in POLICIES.items()))
     for field in FIELDS:
         if field.is_switch:
-            run.add_argument(field.flag(), dest=field.name, action="store_false",
+            run.add_argument(field.flag(), dest=field.name, action="store_false", default=None,
                              help=f"{field.help} (this flag turns it off)")
         else:
-            run.add_argument(field.flag(), dest=field.name, default=field.default, choices=field.choices or None,
+            run.add_argument(field.flag(), dest=field.name, default=None, choices=field.choices or None,
                              type=field.value_type, metavar=_metavar(field), help=field.help)
     run.add_argument("-m", dest="module", action="store_true", help="run a module, as python -m")
     run.add_argument("target", metavar="SCRIPT|MODULE")
@@ -58,7 +58,7 @@ def main(argv=None):
     if options.command == "run":
         return _run(options, target_args, run)
     if options.command == "check":
-        return _check(options, parser)
+        return _check(options, check)
     return _doctor(options)
 
 
@@ -93,22 +93,26 @@ def _run(options, target_args, parser):
 
     from .runner import run_target
 
-    try:
-        settings = Settings(**{field.name: getattr(options, field.name) for field in FIELDS})
-    except ValueError as exc:
-        parser.error(str(exc))  # exits with status 2
+    named = {field.name: getattr(options, field.name) for field in FIELDS if getattr(options, field.name) is not None}
     if options.module:
+        sys.path.insert(0, os.getcwd())  # as python -m: the current directory first
         try:
             found = importlib.util.find_spec(options.target) is not None
         except (ImportError, ValueError):
             found = False
+        finally:
+            sys.path.remove(os.getcwd())
         if not found:
             print(f"kwshim run: no module named {options.target!r}", file=sys.stderr)
             return 2
+    elif os.path.isdir(options.target):
+        if not os.path.isfile(os.path.join(options.target, "__main__.py")):
+            print(f"kwshim run: {options.target!r} is a directory with no __main__.py", file=sys.stderr)
+            return 2
     elif not os.path.isfile(options.target):
-        print(f"kwshim run: no such file: {options.target!r}", file=sys.stderr)
+        print(f"kwshim run: no such file or directory: {options.target!r}", file=sys.stderr)
         return 2
-    return run_target(options.target, target_args, module=options.module, settings=settings)
+    return run_target(options.target, target_args, module=options.module, settings=named)
 
 
 def _check(options, parser):

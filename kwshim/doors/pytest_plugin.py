@@ -1,10 +1,12 @@
 """pytest plugin (entry point ``pytest11``): ``pytest --kwshim [--kwshim-autotune POLICY] ...``.
 
-Inert unless ``--kwshim`` is given or the ini file says ``kwshim = true``. When on, it sets
+Inert unless ``--kwshim`` is given or the ini file says ``kwshim = true``; a ``--kwshim-NAME``
+option without it is a usage error (a user would believe it acted). When on, it sets
 ``TRITON_INTERPRET=1`` where unset and switches kwshim on before any test module (or conftest)
 is imported, as pytest-cov starts coverage, and switches it off when the session ends. Each
-setting of ``settings.FIELDS`` is ``--kwshim-NAME`` and the ini key ``kwshim_NAME``; start-up
-problems are pytest warnings (pytest captures stderr at start-up, so a printed line is lost).
+setting of ``settings.FIELDS`` is ``--kwshim-NAME`` and the ini key ``kwshim_NAME`` (the command
+line wins, then the ini file, then ``KWSHIM_NAME`` and the default). Start-up problems are written
+when the session starts (pytest captures stderr while plugins start, so a printed line is lost).
 Under ``grid="batched"`` or ``"check"`` the terminal summary says how many launches ran batched and
 which kernels fell back to the loop, and why, gathered from every xdist worker too.
 """
@@ -15,15 +17,12 @@ from typing import Any, Dict
 import pytest
 
 from ..errors import TritonNotFoundError
-from ..settings import FIELDS, POLICIES, Settings
+from ..settings import FIELDS, POLICIES, parse_text
 
 _HANDLE_KEY = "_kwshim_handle"
+_PROBLEMS_KEY = "_kwshim_start_up_problems"
 _WORKER_KEY = "kwshim_grid"
 _RECORDS_KEY = "_kwshim_worker_grid_records"
-
-
-class KwshimStartUpWarning(UserWarning):
-    """A start-up problem that makes kernels fail, or run where they should not, under --kwshim."""
 
 
 def pytest_addoption(parser):
@@ -37,62 +36,90 @@ def pytest_addoption(parser):
         if field.is_switch:
             group.addoption(flag, dest=dest, action="store_false", default=None,
                             help=f"{field.help} (this flag turns it off)")
-            parser.addini(dest, type="bool", default=field.default, help=field.help)
         else:
             group.addoption(flag, dest=dest, default=None, choices=field.choices or None, type=field.value_type,
                             help=field.help)
-            parser.addini(dest, default=str(field.default), help=f"{field.help} (as {flag})")
+        # A string, "" when unset, so that an unset key leaves the setting to KWSHIM_NAME and the default.
+        parser.addini(dest, default="", help=f"{field.help} ({'true or false' if field.is_switch else 'as ' + flag})")
+
+
+def _namespace(config):
+    return getattr(config, "known_args_namespace", None) or config.option
+
+
+def _given_options(config):
+    """The ``--kwshim-NAME`` options on the command line."""
+    namespace = _namespace(config)
+    return [field.flag("kwshim-") for field in FIELDS if getattr(namespace, f"kwshim_{field.name}", None) is not None]
 
 
 def _wanted(config):
-    namespace = getattr(config, "known_args_namespace", None) or config.option
-    if getattr(namespace, "kwshim", None):
+    if getattr(_namespace(config), "kwshim", None):
         return True
     return bool(config.getini("kwshim"))
 
 
-def _settings(config, **chosen) -> Settings:
-    """The settings of the command line, else of the ini file, else the defaults; ``chosen`` wins."""
-    namespace = getattr(config, "known_args_namespace", None) or config.option
+def _named(config) -> Dict[str, Any]:
+    """The settings this session names: the command line's, else the ini file's. The switch
+    completes them (``settings.resolve``: ``KWSHIM_NAME``, then the defaults)."""
+    namespace = _namespace(config)
     values: Dict[str, Any] = {}
     for field in FIELDS:
         value = getattr(namespace, f"kwshim_{field.name}", None)
-        if value is None:
-            value = config.getini(f"kwshim_{field.name}")
-            if isinstance(field.default, float):
-                try:
-                    value = float(value)
-                except ValueError:
-                    raise pytest.UsageError(f"kwshim_{field.name} = {value!r}: not a number") from None
-            elif isinstance(field.default, str):
-                value = value or field.default
-        values[field.name] = value
-    values.update(chosen)
+        key = f"kwshim_{field.name}"
+        text = config.getini(key) if value is None else ""
+        if text.strip():
+            try:
+                value = parse_text(field, text)
+            except ValueError as exc:
+                raise pytest.UsageError(f"{key} = {text!r}: {str(exc).replace('kwshim: ', '', 1)}") from None
+        if value is not None:
+            values[field.name] = value
+    return values
+
+
+def _activate(config):
+    from .switch import activate_with
+
     try:
-        return Settings(**values)
-    except ValueError as exc:
-        raise pytest.UsageError(str(exc)) from None
+        return activate_with(_named(config))
+    except (TypeError, ValueError) as exc:
+        if str(exc).startswith("kwshim:"):
+            raise pytest.UsageError(str(exc)) from None
+        raise
 
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_load_initial_conftests(early_config, parser, args):
     if not _wanted(early_config):
+        given = _given_options(early_config)
+        if given:
+            one = len(given) == 1
+            raise pytest.UsageError(f"kwshim: {' '.join(given)} {'needs' if one else 'need'} --kwshim (without it "
+                                    f"kwshim is off and {'it does' if one else 'they do'} nothing)")
         return
     os.environ.setdefault("TRITON_INTERPRET", "1")
     from . import preflight
-    from .switch import activate_with
 
-    settings = _settings(early_config)
     try:
         problems = preflight.start_up_problems()
     except TritonNotFoundError as exc:
         raise pytest.UsageError(f"kwshim: {exc}") from None
-    for line in problems:
-        early_config.issue_config_time_warning(KwshimStartUpWarning(f"kwshim: {line}"), stacklevel=2)
     problem = preflight.interpreter_store_problem()
     if problem:  # loud, before any test shows only wrong numbers
         raise pytest.UsageError(f"kwshim: {problem}")
-    setattr(early_config, _HANDLE_KEY, activate_with(settings))
+    setattr(early_config, _HANDLE_KEY, _activate(early_config))
+    setattr(early_config, _PROBLEMS_KEY, problems)
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_sessionstart(session):
+    """The start-up problems, written as the session starts (``-q`` included), by the controller."""
+    reporter = session.config.pluginmanager.get_plugin("terminalreporter")
+    if reporter is None or hasattr(session.config, "workerinput"):
+        return
+    for line in getattr(session.config, _PROBLEMS_KEY, ()):
+        reporter.write_line(f"kwshim: {line}", yellow=True)
 
 
 def pytest_configure(config):
@@ -115,14 +142,14 @@ def pytest_runtest_call(item):
                                 f"{', '.join(POLICIES)}")
     from .switch import activate_with
 
-    with activate_with(_settings(item.config, autotune=policy)):
+    with activate_with({"autotune": policy}):  # the rest is the session's
         yield
 
 
 def pytest_report_header(config):
     handle = getattr(config, _HANDLE_KEY, None)
     if handle is not None:
-        return f"kwshim: switch on, autotune {handle.settings!r}"
+        return f"kwshim: on, {handle.settings.describe()}"
     return None
 
 

@@ -1,4 +1,4 @@
-"""``kwshim run [--autotune POLICY] SCRIPT|-m MODULE [ARGS...]``: run a program with the switch on.
+"""``kwshim run [--NAME VALUE ...] SCRIPT|DIRECTORY|-m MODULE [ARGS...]``: run a program with the switch on.
 
 Modelled on ``coverage run``: the target runs through ``runpy`` as ``__main__``, with its own
 ``sys.argv`` and ``sys.path[0]``, and its exit status is the process's. ``TRITON_INTERPRET=1`` is
@@ -9,18 +9,20 @@ stderr, one line each, and a missing ``triton`` module is one line and exit stat
 import os
 import runpy
 import sys
-from typing import List, Optional
+from typing import Any, List, Mapping, Optional, Union
 
 from ..errors import TritonNotFoundError
-from ..settings import DEFAULT, Settings
+from ..settings import Settings
 from . import preflight
 
 __all__ = ["run_target"]
 
 
-def run_target(target: str, args: List[str], module: bool = False, settings: Settings = DEFAULT) -> Optional[int]:
-    """Run ``target`` (a script path, or a module name with ``module=True``) as ``__main__``
-    with ``sys.argv`` = ``[target, *args]`` and the switch on with ``settings``."""
+def run_target(target: str, args: List[str], module: bool = False,
+               settings: Union[Mapping[str, Any], Settings, None] = None) -> Optional[int]:
+    """Run ``target`` (a script path, a directory with ``__main__.py``, or a module name with
+    ``module=True``) as ``__main__`` with ``sys.argv`` = ``[target, *args]`` and the switch on with
+    ``settings`` (the settings named, completed by the switch, or a whole ``Settings``)."""
     os.environ.setdefault("TRITON_INTERPRET", "1")
     try:
         problems = preflight.start_up_problems()
@@ -32,7 +34,13 @@ def run_target(target: str, args: List[str], module: bool = False, settings: Set
         print(f"kwshim: {line}", file=sys.stderr, flush=True)
     from .switch import activate_with
 
-    handle = activate_with(settings)
+    try:
+        handle = activate_with({} if settings is None else settings)
+    except (TypeError, ValueError) as exc:
+        if not str(exc).startswith("kwshim:"):
+            raise
+        print(f"kwshim run: {str(exc).replace('kwshim: ', '', 1)}", file=sys.stderr, flush=True)
+        return 2
     saved_argv, saved_path0 = sys.argv[:], sys.path[0] if sys.path else None
     try:
         if module:
@@ -41,7 +49,7 @@ def run_target(target: str, args: List[str], module: bool = False, settings: Set
             runpy.run_module(target, run_name="__main__", alter_sys=True)
         else:
             sys.argv = [target, *args]
-            directory = os.path.dirname(os.path.abspath(target))
+            directory = os.path.abspath(target) if os.path.isdir(target) else os.path.dirname(os.path.abspath(target))
             if sys.path:
                 sys.path[0] = directory
             else:

@@ -7,8 +7,10 @@ class and ``Autotuner`` while on, and nowhere else, through one ``Patch`` that i
 last handle deactivates.
 
 Choices, documented for users:
-- **Nesting**: handles stack. The innermost active handle's settings are in force; deactivating
-  it restores the enclosing one's. Deactivating out of order is allowed; Triton is restored
+- **Nesting**: handles stack. The innermost active handle's settings are in force; a nested
+  activation inherits every setting it does not name from the enclosing one, and deactivating it
+  restores the enclosing one's. The outermost reads the ``KWSHIM_NAME`` environment variables for
+  the settings it does not name. Deactivating out of order is allowed; Triton is restored
   when no handle is left.
 - **Double deactivation** is a no-op; entering a deactivated handle (a second ``with handle:``)
   raises ``RuntimeError``: call ``activate()`` again.
@@ -18,13 +20,13 @@ Choices, documented for users:
 """
 
 import threading
-from typing import List, Optional
+from typing import Any, List, Mapping, Optional, Union
 
 from .. import compat, interpreter
 from ..autotune import AutotunerPatch
 from ..launch.kernel import RunSlot, launcher_via_paths
 from ..patching import Patch
-from ..settings import DEFAULT, Settings
+from ..settings import DEFAULT, Settings, resolve
 
 __all__ = ["activate", "activate_with", "Handle", "active_settings", "is_active"]
 
@@ -72,10 +74,24 @@ class Handle:
         return f"<kwshim switch {self.settings.autotune!r} {'active' if self.active else 'inactive'}>"
 
 
-def activate(autotune: str = DEFAULT.autotune, *, rtol: float = DEFAULT.rtol, atol: float = DEFAULT.atol,
-             equal_nan: bool = DEFAULT.equal_nan, numerics: str = DEFAULT.numerics,
-             grid: str = DEFAULT.grid, device: Optional[str] = DEFAULT.device) -> Handle:
+class _Unset:
+    """A setting ``activate`` was not given: inherited from the enclosing activation, else from
+    its ``KWSHIM_NAME`` environment variable, else the default."""
+
+    def __repr__(self):
+        return "<inherited>"
+
+
+UNSET: Any = _Unset()
+
+
+def activate(autotune: str = UNSET, *, rtol: float = UNSET, atol: float = UNSET, equal_nan: bool = UNSET,
+             numerics: str = UNSET, grid: str = UNSET, device: Optional[str] = UNSET) -> Handle:
     """Switch kwshim on for the whole process and return its handle (also a context manager).
+
+    A setting not given is the enclosing activation's, else its ``KWSHIM_NAME`` environment
+    variable's (``KWSHIM_GRID=check``), else the default (``settings.FIELDS``). A value of the wrong
+    type is a ``TypeError`` and a bad value a ``ValueError``, each naming kwshim.
 
     ``autotune`` is the policy of autotuners over interpreted kernels: ``"first"`` (no tuning),
     ``"all"`` (each surviving Config runs once per key with the autotuner's own hooks, nothing
@@ -100,14 +116,21 @@ def activate(autotune: str = DEFAULT.autotune, *, rtol: float = DEFAULT.rtol, at
     interpreter (it needs ``TRITON_INTERPRET=1``). The outermost activation decides it: a nested
     one asking for another device is refused.
     """
-    return activate_with(Settings(autotune, rtol, atol, equal_nan, numerics, grid, device))
+    given = dict(autotune=autotune, rtol=rtol, atol=atol, equal_nan=equal_nan, numerics=numerics, grid=grid,
+                 device=device)
+    return activate_with({name: value for name, value in given.items() if value is not UNSET})
 
 
-def activate_with(settings: Settings) -> Handle:
-    """``activate`` for settings already made (the doors: ``kwshim run``, ``pytest --kwshim``)."""
+def activate_with(named: Union[Mapping[str, Any], Settings]) -> Handle:
+    """``activate`` for the settings a door was given by name (``kwshim run``, ``pytest --kwshim``),
+    completed by ``settings.resolve``; a ``Settings`` is taken whole."""
     global _PATCH, _AUTOTUNER, _NUMERICS, _GRID, _DEVICE
-    handle = Handle(settings)
     with _LOCK:
+        if isinstance(named, Settings):
+            settings = named
+        else:
+            settings = resolve(named, _HANDLES[-1].settings if _HANDLES else None)
+        handle = Handle(settings)
         if _PATCH is not None and settings.device != _DEVICE:
             raise ValueError(f"kwshim: the switch is on with device={_DEVICE!r}; a nested activation cannot make it "
                              f"{settings.device!r} (deactivate first)")

@@ -171,11 +171,15 @@ def render(report):
             if result:
                 lines.append(f"  [{'ok' if result['ok'] else 'NO'}] {label}: {result['detail']}")
     if report.get("grid"):
-        from ..settings import DEFAULT
+        from ..settings import resolve
 
         lines.append("")
         variable = os.environ.get("KWSHIM_GRID") or "unset"
-        lines.append(f"grid        {DEFAULT.grid} under the switch (KWSHIM_GRID={variable}); "
+        try:
+            grid = resolve({}).grid
+        except ValueError as exc:  # a bad KWSHIM_NAME: the switch will refuse to start, say so here
+            grid = f"nothing ({str(exc).replace('kwshim: ', '', 1)})"
+        lines.append(f"grid        {grid} under the switch (KWSHIM_GRID={variable}); "
                      f"batching {'works' if report['grid']['ok'] else 'does NOT work'}: {report['grid']['detail']}")
     if report["advice"]:
         lines.append("")
