@@ -43,11 +43,11 @@ doctor: $(VENV)/.base .triton/$(DEMO_TRITON)/.installed
 
 # The full matrix: every Triton release 2.2.0..3.9.0 (+ wrapt 1.x rows); prints a table.
 test: venv
-	$(PY) tools/matrix.py
+	$(PY) measure/matrix.py
 
 # The same, and rewrite README.md's compatibility table from the run.
 matrix: venv
-	$(PY) tools/matrix.py --readme README.md
+	$(PY) measure/matrix.py --readme README.md
 
 test-quick: venv $(foreach v,$(TEST_TRITONS),.triton/$(v)/.installed)
 	@status=0; for v in $(TEST_TRITONS); do \
@@ -56,14 +56,14 @@ test-quick: venv $(foreach v,$(TEST_TRITONS),.triton/$(v)/.installed)
 	done; exit $$status
 
 # Real libraries' own tests, classified, the device column held to the H200's outcomes
-# (tools/outcomes/): Liger-Kernel 0.8.5's test/transformers bare, under --kwshim and under the
+# (measure/outcomes/): Liger-Kernel 0.8.5's test/transformers bare, under --kwshim and under the
 # virtual CUDA device, on Triton 3.0.0 and 3.9.0; flash-linear-attention v0.5.2's three op files
 # under the device (a git checkout: where GitHub cannot be reached, the step says so and is skipped).
 # Rewrites README.md's suites tables. Slow: not part of `make test`.
 suites: venv
 	$(PY) -m pip install --quiet --disable-pip-version-check -e '.[test,suites]'
-	$(PY) tools/suites.py --readme README.md
-	-$(PY) tools/suites.py --library fla --releases 3.6.0 --modes device --grids batched --timeout 700 --readme README.md
+	$(PY) measure/suites.py --readme README.md
+	-$(PY) measure/suites.py --library fla --releases 3.6.0 --modes device --grids batched --timeout 700 --readme README.md
 
 clean:
 	rm -rf $(VENV) .triton .wrapt .suites *.egg-info

@@ -339,9 +339,10 @@ def test_verify_reaches_tensors_inside_host_tensor_descriptors():
 
 # -- settings -------------------------------------------------------------------------------------
 
-@pytest.mark.parametrize("bad", [{"rtol": -1.0}, {"atol": "0.1"}, {"rtol": float("nan")}])
-def test_tolerances_are_checked(bad):
-    with pytest.raises(ValueError, match="must be a number >= 0"):
+@pytest.mark.parametrize("bad, error", [({"rtol": -1.0}, ValueError), ({"atol": "0.1"}, TypeError),
+                                        ({"rtol": float("nan")}, ValueError)])
+def test_tolerances_are_checked(bad, error):
+    with pytest.raises(error, match="must be a number >= 0"):
         kwshim.activate(autotune="verify", **bad)
 
 

@@ -3,6 +3,8 @@
 import dataclasses
 import inspect
 
+import pytest
+
 import triton
 
 from kwshim import compat as _triton
@@ -43,3 +45,18 @@ def test_interpreter_requested_reads_triton_s_variable(monkeypatch):
     for value, expected in [("1", True), ("true", True), ("ON", True), ("0", False), ("", False)]:
         monkeypatch.setenv("TRITON_INTERPRET", value)
         assert _triton.interpreter_requested() is expected
+
+
+def test_the_installed_release_has_the_private_triton_names_the_record_gives():
+    """compat/private_names.py lists every private Triton name kwshim relies on, with the releases
+    where each resolved; a new release, or a name added without measuring, fails here."""
+    from importlib import metadata
+
+    from kwshim.compat.private_names import FOUND, PRIVATE_NAMES, PROBED, found_here
+
+    assert sorted(FOUND) == sorted(PRIVATE_NAMES), "run measure/private_names.py"
+    release = metadata.version("triton")
+    if release not in PROBED:
+        pytest.skip(f"Triton {release} is not among the releases measure/private_names.py probed")
+    expected = {name: release in releases for name, releases in FOUND.items()}
+    assert found_here() == expected

@@ -71,11 +71,14 @@ def test_bf16_probe_matches_a_bare_launch_here_and_is_named_in_the_advice(report
     assert any("bf16" in advice for advice in report["advice"]) is not right
 
 
-def test_the_probing_line_is_said_only_when_probes_run(monkeypatch):
-    said = []
-    diagnose(progress=said.append)
-    assert len(said) == 1 and said[0].startswith("kwshim doctor: probing")
+def test_the_probing_line_is_said_only_when_probes_run(monkeypatch, report):
     from kwshim.tools import doctor
+
+    said = []  # the probes' own results are the report's (their subprocesses run once, for the fixture)
+    monkeypatch.setattr(doctor, "interpreter_mode", lambda: said.append("mode probed") or report["interpreter_mode"])
+    monkeypatch.setattr(doctor, "run_probe", lambda *a, **k: (report["grid"] if a else report["probes"], None))
+    doctor.diagnose(progress=said.append)
+    assert len(said) == 2 and said[0].startswith("kwshim doctor: probing") and said[1] == "mode probed"
 
     monkeypatch.setattr(doctor, "_distribution_of", lambda module: None)  # as where no triton is installed
     said.clear()

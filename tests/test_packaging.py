@@ -15,19 +15,41 @@ import zipfile
 import pytest
 from filelock import FileLock
 
+from ._cache import cached, source_digest
 from ._subprocess import inherited_pythonpath
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
-@pytest.fixture(scope="module")
-def dist(tmp_path_factory):
-    out = tmp_path_factory.mktemp("dist")
-    with FileLock(os.path.join(ROOT, ".build.lock")):  # xdist workers: one build in the tree at a time
-        done = subprocess.run([sys.executable, "-m", "build", "--no-isolation", "--outdir", str(out), ROOT],
+def _build(out):
+    with FileLock(os.path.join(ROOT, ".build.lock")):  # one build in the tree at a time
+        done = subprocess.run([sys.executable, "-m", "build", "--no-isolation", "--outdir", out, ROOT],
                               capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
-    return out
+
+
+@pytest.fixture(scope="module")
+def dist():
+    """The sdist and wheel of this source, built once per source digest (tests/_cache.py)."""
+    import pathlib
+
+    return pathlib.Path(cached("dist", source_digest(), _build))
+
+
+def _fresh_environment(wheel, *packages, env=None):
+    """A virtual environment with ``wheel`` (and ``packages``) installed, once per wheel."""
+    def make(path):
+        venv.EnvBuilder(with_pip=True).create(path)
+        no_deps = [] if packages else ["--no-deps", "--no-index"]
+        done = subprocess.run([os.path.join(path, "bin", "python"), "-m", "pip", "install", "--quiet",
+                               "--disable-pip-version-check", *no_deps, wheel, *packages],
+                              capture_output=True, text=True, timeout=600, env=env)
+        assert done.returncode == 0, done.stderr[-2000:]
+
+    import pathlib
+
+    name = "venv-" + "-".join(["wheel", *packages])
+    return pathlib.Path(cached(name, source_digest(), make))
 
 
 def test_sdist_and_wheel_pass_twine_check(dist):
@@ -44,7 +66,7 @@ def test_the_sdist_carries_the_tests_docs_and_examples(dist):
     (sdist,) = glob.glob(str(dist / "*.tar.gz"))
     names = {name.split("/", 1)[1] for name in tarfile.open(sdist).getnames() if "/" in name}
     for needed in ("tests/conftest.py", "tests/kernels.py", "tests/fixtures/kernel_library.py", "docs/contract.md",
-                   "CHANGELOG.md", "README.md", "LICENSE", "examples/demo.py", "Makefile", "tools/matrix.py",
+                   "CHANGELOG.md", "README.md", "LICENSE", "examples/demo.py", "Makefile", "measure/matrix.py",
                    "parity/numerics_h200.json", "tests/test_numerics.py"):
         assert needed in names, needed
 
@@ -61,12 +83,8 @@ def test_the_wheel_carries_py_typed_and_the_license(dist):
 
 def test_the_installed_wheel_works_from_a_fresh_environment(dist, tmp_path):
     (wheel,) = glob.glob(str(dist / "*.whl"))
-    env_dir = tmp_path / "fresh"
-    venv.EnvBuilder(with_pip=True).create(env_dir)
+    env_dir = _fresh_environment(wheel)
     python = str(env_dir / "bin" / "python")
-    done = subprocess.run([python, "-m", "pip", "install", "--quiet", "--no-deps", "--no-index", wheel],
-                          capture_output=True, text=True, timeout=300)
-    assert done.returncode == 0, done.stderr[-2000:]
     # wrapt, torch and the Triton under test come from the test environment, kwshim only from the wheel
     shared = inherited_pythonpath()
     shared.append(sysconfig.get_paths()["purelib"])
@@ -109,14 +127,10 @@ def test_the_wheel_with_its_declared_dependencies_alone_checks_and_lints(dist, t
     """As pre-commit installs a hook: a clean environment, the wheel and what it declares (wrapt), and
     flake8; no NumPy, torch or Triton. ``kwshim check``, the flake8 plugin and ``--version`` work."""
     (wheel,) = glob.glob(str(dist / "*.whl"))
-    env_dir = tmp_path / "lint"
-    venv.EnvBuilder(with_pip=True).create(env_dir)
-    python, bin_dir = str(env_dir / "bin" / "python"), env_dir / "bin"
     # pip too runs without the test run's PYTHONPATH, whose wrapt would otherwise count as installed
     env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "TRITON_INTERPRET")}
-    done = subprocess.run([python, "-m", "pip", "install", "--quiet", "--disable-pip-version-check", wheel, "flake8"],
-                          capture_output=True, text=True, timeout=600, env=env)
-    assert done.returncode == 0, done.stderr[-2000:]
+    env_dir = _fresh_environment(wheel, "flake8", env=env)
+    python, bin_dir = str(env_dir / "bin" / "python"), env_dir / "bin"
     run = dict(capture_output=True, text=True, cwd=tmp_path, env=env, timeout=300)
     absent = subprocess.run([python, "-c", "import importlib.util as u; "
                                            "print([m for m in ('numpy', 'torch', 'triton') if u.find_spec(m)])"], **run)

@@ -108,9 +108,11 @@ def test_with_the_device_off_torch_is_untouched():
 def test_a_nested_activation_cannot_change_the_device():
     with kwshim.activate(device="cuda"):
         with pytest.raises(ValueError) as caught:
-            kwshim.activate()
+            kwshim.activate(device=None)
         assert "kwshim: the switch is on with device='cuda'; a nested activation cannot make it None" \
             in str(caught.value)
+        with kwshim.activate(autotune="first"):  # not named: inherited
+            assert torch.cuda.is_available()
         with kwshim.activate(device="cuda", autotune="first"):
             assert torch.cuda.is_available()
         assert torch.cuda.is_available()

@@ -1,6 +1,7 @@
 """The installed Triton's launch options: the names a launch may carry that are not kernel
 parameters, gathered from the autotuner's ``Config``, every backend's options class and the
-interpreter; and the backends themselves, found once for ``launch.options`` and for the names."""
+interpreter; and the backends themselves, each with its options class's own checks (``backends``),
+found once for ``launch.options``, the GPU arithmetic's fusion default and the names."""
 
 import dataclasses
 import functools
@@ -8,10 +9,12 @@ import importlib
 import inspect
 import pkgutil
 import sys
+from typing import Any, Callable, Dict, NamedTuple
 
 from .classes import import_triton, kernel_classes
 
-__all__ = ["LAUNCH_KEYWORDS", "launch_options", "stripped_names", "discovered_backends", "legacy_backend_modules"]
+__all__ = ["LAUNCH_KEYWORDS", "launch_options", "stripped_names", "discovered_backends", "legacy_backend_modules",
+           "Backend", "backends", "installed_targets", "option_names"]
 
 #: Keywords that every launch owns, whatever the release: the grid and the warm-up flag.
 #: (``stream`` is refused, as compiled 3.x refuses it: see ``launch.options.DEPRECATED``.)
@@ -121,3 +124,78 @@ def legacy_backend_modules():
         except Exception:  # noqa: S112
             continue
     return found
+
+
+#: A representative device per target, used to build the backend's options (the H200 that the
+#: parity report is measured on is sm90).
+_REPRESENTATIVE = {"cuda": (90, 32), "hip": ("gfx942", 64)}
+
+
+class Backend(NamedTuple):
+    target: str
+    names: frozenset  #: the option fields it accepts
+    check: Callable[[dict], object]  #: raises AssertionError/ValueError for a refused value
+
+
+@functools.lru_cache(maxsize=None)
+def backends() -> Dict[str, Backend]:
+    """Every installed backend's options, by target name."""
+    import_triton()
+    found: Dict[str, Backend] = {}
+    discovered = discovered_backends()
+    try:
+        GPUTarget: Any = importlib.import_module("triton.backends.compiler").GPUTarget
+    except (ImportError, AttributeError):
+        discovered, GPUTarget = {}, None
+    for name, backend in discovered.items():
+        compiler: Any = getattr(backend, "compiler", None)
+        for target, (arch, warp_size) in _REPRESENTATIVE.items():
+            try:
+                device = GPUTarget(target, arch, warp_size)
+                if not compiler.supports_target(device):
+                    continue
+                instance = compiler(device)
+                options = instance.parse_options({})
+            except Exception:  # a backend that cannot be built here: its options are unreachable
+                continue
+            found[target] = Backend(target, frozenset(options.__dataclass_fields__), _parser(instance))
+            break
+    if not found:  # 2.3: options dataclasses in triton.compiler.backends.<name>, built directly
+        for target, options_class in _legacy_option_classes():
+            found[target] = Backend(target, frozenset(options_class.__dataclass_fields__), _builder(options_class))
+    return found
+
+
+def _parser(instance) -> Callable[[dict], object]:
+    def check(given: dict) -> object:
+        return instance.parse_options(dict(given))  # a copy: parse_options may change what it is given
+
+    return check
+
+
+def _builder(options_class) -> Callable[[dict], object]:
+    def check(given: dict) -> object:
+        return options_class(**{k: v for k, v in given.items() if v is not None})
+
+    return check
+
+
+def _legacy_option_classes():
+    for module in legacy_backend_modules():
+        for value in vars(module).values():
+            if (isinstance(value, type) and value.__name__.endswith("Options")
+                    and hasattr(value, "__dataclass_fields__")):
+                yield module.__name__.rsplit(".", 1)[-1], value
+
+
+def installed_targets() -> frozenset:
+    return frozenset(backends())
+
+
+@functools.lru_cache(maxsize=None)
+def option_names() -> frozenset:
+    """Every name some installed backend validates."""
+    names: set = set()
+    for backend in backends().values():
+        names |= backend.names
+    return frozenset(names)

@@ -49,12 +49,12 @@ def fusion_enabled() -> bool:
 
 @functools.lru_cache(maxsize=None)
 def _fusion(requested, *environment) -> bool:
-    """The installed backend's own answer (its ``parse_options``: the release's default and its
-    environment variables), for the target in force (NVIDIA where none is set)."""
-    from ..launch import options
+    """The installed NVIDIA backend's own answer (its ``parse_options``: the release's default and
+    its environment variables): the arithmetic here is an NVIDIA GPU's, whatever the launch target."""
+    from ..compat import backends
 
-    backends = options.backends()
-    backend = backends.get(options.get_target() or "cuda") or next(iter(backends.values()), None)
+    installed = backends()
+    backend = installed.get("cuda") or next(iter(installed.values()), None)
     if backend is None:  # no backend to ask (2.x): every release through 3.9 fuses by default
         return True if requested is None else bool(requested)
     given = {} if requested is None else {"enable_fp_fusion": bool(requested)}

@@ -2,18 +2,18 @@
 ``interpreter.libdevice`` puts in place of the stubs. Each entry is a function of NumPy arrays
 (the arguments as Triton's front end typed and promoted them; the result is cast to the type its
 table gives); a directed rounding (``_rz``, ``_rd``, ``_ru``) rounds the exact rational result as
-the GPU's instruction does.
+the GPU's instruction does (``rounding_modes``).
 
 A new libdevice function is one ``_add`` line here (and a parity row measured on the GPU).
 """
 
 import math
-from fractions import Fraction
 from typing import Any, Callable, Dict
 
 import numpy as np
 
 from .fma import fma
+from .rounding_modes import fma_rounded, rounded, sqrt_rounded
 
 __all__ = ["TABLE", "IMPLEMENTATIONS"]
 
@@ -213,102 +213,6 @@ def _norm(*values):
 _ROUNDED: Dict[str, Callable[[Any], Any]] = {"rn": np.rint, "rz": np.trunc, "rd": np.floor, "ru": np.ceil}
 
 
-# -- rounding modes (``_rn``, ``_rz``, ``_rd``, ``_ru``): exact, element by element ---------------
-# NumPy rounds each operation to nearest. A directed variant (and a fused multiply-add, which rounds
-# once) computes the exact result as a rational number and rounds it in the result's dtype as the
-# GPU's instruction does. Slow (Python per element), for the few kernels that ask for it.
-
-def _round_exact(exact, dtype, mode):
-    """The ``dtype`` value that rounding ``mode`` gives for the exact nonzero rational ``exact``."""
-    largest = np.finfo(dtype).max
-    limit = Fraction(float(largest))
-    if abs(exact) > limit:  # past the largest finite value: to it, or to infinity
-        if mode == "rn":
-            half_ulp = (limit - Fraction(float(np.nextafter(largest, dtype.type(0))))) / 2
-            away = abs(exact) >= limit + half_ulp
-        else:
-            away = (mode == "ru" and exact > 0) or (mode == "rd" and exact < 0)
-        return dtype.type(math.copysign(math.inf if away else float(largest), -1.0 if exact < 0 else 1.0))
-    candidate = dtype.type(float(exact))  # one of the two neighbours of ``exact`` (|exact| <= largest: no overflow)
-    value = Fraction(float(candidate))
-    if value == exact:
-        return candidate
-    other = np.nextafter(candidate, dtype.type(math.inf if value < exact else -math.inf))
-    if mode == "rn":
-        near, far = abs(value - exact), abs(Fraction(float(other)) - exact)
-        even = int(np.asarray(other).view({4: np.uint32, 8: np.uint64}[dtype.itemsize])) % 2 == 0
-        return other if far < near or (far == near and even) else candidate
-    lower = mode == "rd" or (mode == "rz" and exact > 0)
-    return other if (value > exact) == lower else candidate
-
-
-def _signed_zero_sum(mode, addend, other):
-    """The zero that an exact zero sum takes (IEEE 754, 6.3): the addends' sign if they share it
-    (both zeros), else +0, or -0 when rounding down."""
-    if not _opposite_signs(addend, other):
-        return -0.0 if np.signbit(addend) else 0.0
-    return -0.0 if mode == "rd" else 0.0
-
-
-def _rounded(mode, exact, nearest, addends=None):
-    """A NumPy function: ``exact(*values)`` (on Fractions) rounded by ``mode``, element by element.
-    ``nearest`` gives the array (and what the mode does not change: NaN and infinite operands,
-    division by zero, the sign of a zero product). ``addends(*values)``: the two addends of a sum,
-    whose exact zero takes its sign from them and the mode."""
-
-    def apply(*arrays):
-        result = np.array(nearest(*arrays))
-        for index in np.ndindex(result.shape):
-            values = [a[index] for a in arrays]
-            if any(isinstance(v, np.floating) and not np.isfinite(v) for v in values):
-                continue
-            try:
-                value = exact(*(Fraction(int(v)) if isinstance(v, np.integer) else Fraction(float(v))
-                                for v in values))
-            except ZeroDivisionError:
-                continue
-            if value != 0:
-                result[index] = _round_exact(value, result.dtype, mode)
-            elif addends is not None:
-                result[index] = _signed_zero_sum(mode, *addends(*values))
-        return result
-
-    return apply
-
-
-def _sqrt_rounded(mode):
-    """``sqrt`` rounded by ``mode``: NumPy's correctly rounded root, one step over where its square
-    lies on the wrong side of the operand."""
-
-    def apply(x):
-        result = np.array(np.sqrt(x))
-        for index in np.ndindex(result.shape):
-            root = result[index]
-            if np.isfinite(root) and root != 0:
-                square, operand = Fraction(float(root)) ** 2, Fraction(float(x[index]))
-                if mode != "ru" and square > operand:
-                    result[index] = np.nextafter(root, result.dtype.type(-math.inf))
-                elif mode == "ru" and square < operand:
-                    result[index] = np.nextafter(root, result.dtype.type(math.inf))
-        return result
-
-    return apply
-
-
-def _fma(mode):
-    """``x * y + z`` rounded once (``interpreter.fma`` to nearest; the exact rational otherwise, where
-    infinities, NaN and the signs of zeros are the nearest result's)."""
-    from .fma import fma
-
-    if mode == "rn":
-        return fma
-    return _rounded(mode, lambda x, y, z: x * y + z, fma, lambda x, y, z: (-1.0 if _opposite_signs(x, y) else 1.0, z))
-
-
-def _opposite_signs(x, y):
-    return bool(np.signbit(x)) != bool(np.signbit(y))
-
-
 #: name: function of NumPy arrays (the arguments as Triton's front end typed and promoted them);
 #: its result is cast to the result type of Triton's own table
 _TABLE: Dict[str, Callable[..., Any]] = {}
@@ -426,7 +330,7 @@ _add("div_rn fast_dividef", np.true_divide)
 _add("add_rn", np.add)
 _add("sub_rn", np.subtract)
 _add("mul_rn", np.multiply)
-_add("fma fma_rn", _fma("rn"))
+_add("fma fma_rn", fma_rounded("rn"))
 
 
 def _add_directed_roundings():
@@ -436,13 +340,13 @@ def _add_directed_roundings():
 
 
 def _add_directed(mode):
-    _add(f"sqrt_{mode}", _sqrt_rounded(mode))
-    _add(f"rcp_{mode}", _rounded(mode, lambda x: 1 / x, lambda x: 1 / x))
-    _add(f"div_{mode}", _rounded(mode, lambda x, y: x / y, np.true_divide))
-    _add(f"add_{mode}", _rounded(mode, lambda x, y: x + y, np.add, lambda x, y: (x, y)))
-    _add(f"sub_{mode}", _rounded(mode, lambda x, y: x - y, np.subtract, lambda x, y: (x, -y)))
-    _add(f"mul_{mode}", _rounded(mode, lambda x, y: x * y, np.multiply))
-    _add(f"fma_{mode}", _fma(mode))
+    _add(f"sqrt_{mode}", sqrt_rounded(mode))
+    _add(f"rcp_{mode}", rounded(mode, lambda x: 1 / x, lambda x: 1 / x))
+    _add(f"div_{mode}", rounded(mode, lambda x, y: x / y, np.true_divide))
+    _add(f"add_{mode}", rounded(mode, lambda x, y: x + y, np.add, lambda x, y: (x, y)))
+    _add(f"sub_{mode}", rounded(mode, lambda x, y: x - y, np.subtract, lambda x, y: (x, -y)))
+    _add(f"mul_{mode}", rounded(mode, lambda x, y: x * y, np.multiply))
+    _add(f"fma_{mode}", fma_rounded(mode))
 
 
 _add_directed_roundings()
@@ -475,7 +379,7 @@ def _add_conversions():
                                          ("uint", "double", np.float64), ("ll", "double", np.float64),
                                          ("ull", "double", np.float64)):
             convert = _then_as(None, floating)
-            _add(f"{source}2{target}_{mode}", convert if mode == "rn" else _rounded(mode, lambda x: x, convert))
+            _add(f"{source}2{target}_{mode}", convert if mode == "rn" else rounded(mode, lambda x: x, convert))
 
 
 def _signed(function, dtype):

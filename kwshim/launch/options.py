@@ -11,19 +11,14 @@ option name is accepted if any installed backend accepts it, and a value is refu
 every installed backend refuses it.
 """
 
-import functools
-import importlib
 import os
-from typing import Any, Callable, Dict, NamedTuple, Optional
+from typing import Dict, Optional
 
 from .. import compat
+from ..compat.backends import Backend, backends, installed_targets, option_names
 from ..errors import LaunchOptionError
 
-__all__ = ["set_target", "get_target", "installed_targets", "known_names", "DEPRECATED"]
-
-#: A representative device per target, used to build the backend's options (the H200 that the
-#: parity report is measured on is sm90).
-_REPRESENTATIVE = {"cuda": (90, 32), "hip": ("gfx942", 64)}
+__all__ = ["set_target", "get_target", "installed_targets", "backends", "option_names", "known_names", "DEPRECATED"]
 
 #: Keywords compiled Triton 3.x refuses with an AssertionError whatever the kernel declares.
 DEPRECATED = {
@@ -35,12 +30,6 @@ DEPRECATED = {
 _ENV = "KWSHIM_TARGET"
 _target: Optional[str] = None
 _target_read = False
-
-
-class Backend(NamedTuple):
-    target: str
-    names: frozenset  #: the option fields it accepts
-    check: Callable[[dict], object]  #: raises AssertionError/ValueError for a refused value
 
 
 def set_target(target: Optional[str]) -> None:
@@ -67,61 +56,6 @@ def get_target() -> Optional[str]:
     return _target
 
 
-@functools.lru_cache(maxsize=None)
-def backends() -> Dict[str, Backend]:
-    """Every installed backend's options, by target name."""
-    compat.import_triton()
-    found: Dict[str, Backend] = {}
-    discovered = compat.discovered_backends()
-    try:
-        GPUTarget: Any = importlib.import_module("triton.backends.compiler").GPUTarget
-    except (ImportError, AttributeError):
-        discovered, GPUTarget = {}, None
-    for name, backend in discovered.items():
-        compiler: Any = getattr(backend, "compiler", None)
-        for target, (arch, warp_size) in _REPRESENTATIVE.items():
-            try:
-                device = GPUTarget(target, arch, warp_size)
-                if not compiler.supports_target(device):
-                    continue
-                instance = compiler(device)
-                options = instance.parse_options({})
-            except Exception:  # a backend that cannot be built here: its options are unreachable
-                continue
-            found[target] = Backend(target, frozenset(options.__dataclass_fields__), _parser(instance))
-            break
-    if not found:  # 2.3: options dataclasses in triton.compiler.backends.<name>, built directly
-        for target, options_class in _legacy_option_classes():
-            found[target] = Backend(target, frozenset(options_class.__dataclass_fields__), _builder(options_class))
-    return found
-
-
-def _parser(instance) -> Callable[[dict], object]:
-    def check(given: dict) -> object:
-        return instance.parse_options(dict(given))  # a copy: parse_options may change what it is given
-
-    return check
-
-
-def _builder(options_class) -> Callable[[dict], object]:
-    def check(given: dict) -> object:
-        return options_class(**{k: v for k, v in given.items() if v is not None})
-
-    return check
-
-
-def _legacy_option_classes():
-    for module in compat.legacy_backend_modules():
-        for value in vars(module).values():
-            if (isinstance(value, type) and value.__name__.endswith("Options")
-                    and hasattr(value, "__dataclass_fields__")):
-                yield module.__name__.rsplit(".", 1)[-1], value
-
-
-def installed_targets() -> frozenset:
-    return frozenset(backends())
-
-
 #: The keywords a launch may carry that are not parameters, for the target in force. One set
 #: object, updated in place when the target changes, so every kernel's binder sees the change.
 _KNOWN: set = set()
@@ -145,15 +79,6 @@ def _refresh_known_names():
     _KNOWN.clear()
     _KNOWN.update(names)
     _verdicts.clear()
-
-
-@functools.lru_cache(maxsize=None)
-def option_names() -> frozenset:
-    """Every name some installed backend validates."""
-    names: set = set()
-    for backend in backends().values():
-        names |= backend.names
-    return frozenset(names)
 
 
 #: verdicts by the option values given: ``frozenset`` of (name, type, value), the type so that

@@ -47,7 +47,7 @@ def diagnose(progress=None):
         return report
     if progress is not None:
         progress("kwshim doctor: probing the installed Triton's interpreter in subprocesses (about 10-15 s)...")
-    report["interpreter_mode"] = _interpreter_mode()
+    report["interpreter_mode"] = interpreter_mode()
     mode = report["interpreter_mode"]
     hint = None if mode["on"] is None else ignored_interpret_hint(mode["on"], report["triton"]["version"])
     if hint:
@@ -143,7 +143,7 @@ def _version(module):
         return None
 
 
-def _interpreter_mode():
+def interpreter_mode():
     """What the installed Triton does with this environment: probed by making a kernel."""
     value = os.environ.get("TRITON_INTERPRET", "")
     found, error = run_probe("--mode", env=dict(os.environ))

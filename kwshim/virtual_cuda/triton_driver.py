@@ -68,9 +68,9 @@ def install(patch, gpu) -> None:
     config, virtual = module.driver, VirtualDriver(gpu)
     if "_obj" in vars(config):  # 2.x: a lazy proxy
         patch.setattr(config, "_obj", virtual)
-    elif "_active" in vars(config):  # 3.4 on: lazy properties over _default and _active
+    elif "_active" in vars(config):  # 3.5 on: lazy properties over _default and _active
         patch.setattr(config, "_default", virtual)
         patch.setattr(config, "_active", virtual)
-    else:  # 3.0-3.3: plain attributes
+    else:  # 3.0-3.4: plain attributes
         patch.setattr(config, "default", virtual)
         patch.setattr(config, "active", virtual)

@@ -1,6 +1,6 @@
 """Run the test suite under every supported Triton release (and wrapt 1.x) and tabulate it.
 
-    .venv/bin/python tools/matrix.py [--releases 3.0.0 3.9.0 ...] [--readme README.md]
+    .venv/bin/python measure/matrix.py [--releases 3.0.0 3.9.0 ...] [--readme README.md]
 
 One torch (the project's .venv) serves every release: each Triton goes into .triton/<release>
 (``pip install --no-deps --target``) and is selected with PYTHONPATH, as is wrapt 1.x from
@@ -107,7 +107,7 @@ def _junit_counts(path):
 
 def table(results):
     lines = [
-        f"Produced by tools/matrix.py (`make test`) on {results['date']}: {len(results['rows'])} rows in "
+        f"Produced by measure/matrix.py (`make test`) on {results['date']}: {len(results['rows'])} rows in "
         f"{results['wall_seconds'] / 60:.1f} min on a 2-core machine; torch {results['torch']}, numpy {results['numpy']}, "
         "CPU interpreter.",
         "",

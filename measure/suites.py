@@ -2,7 +2,7 @@
 ``pytest --kwshim`` and under ``pytest --kwshim --kwshim-device cuda``, per Triton release, classify
 every failure, and hold the device column to the H200's outcome for each test.
 
-    .venv/bin/python tools/suites.py [--library liger|fla] [--releases 3.0.0 3.9.0] [--per-file 3]
+    .venv/bin/python measure/suites.py [--library liger|fla] [--releases 3.0.0 3.9.0] [--per-file 3]
         [--modes bare kwshim device] [--grids batched] [--timeout 300] [--readme README.md]
 
 - Liger-Kernel's sdist holds its tests (``test/transformers``); it is fetched with
@@ -14,7 +14,7 @@ every failure, and hold the device column to the H200's outcome for each test.
 For each test file the first ``--per-file`` tests run (each file in its own pytest process, with a
 time limit), in each mode, with Triton from ``.triton/<release>`` (installed as ``make test`` does).
 ``--grids`` runs the kwshim modes under each ``--kwshim-grid`` given and compares their outcomes,
-test by test, and their wall time. The H200's outcomes (``tools/outcomes/h200-*.txt``, compiled
+test by test, and their wall time. The H200's outcomes (``measure/outcomes/h200-*.txt``, compiled
 Triton 3.6.0) are the reference for the device column: how many tests the H200 passes pass here,
 and which pass here where the H200 fails. Each test's outcome here goes to
 ``.suites/outcomes-<library>-<release>-<mode>-<grid>.txt``.
@@ -33,11 +33,11 @@ import time
 import xml.etree.ElementTree as ElementTree
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(0, os.path.join(ROOT, "tools"))
+sys.path.insert(0, os.path.join(ROOT, "measure"))
 from matrix import install  # noqa: E402  (one way to install a Triton release)
 
 FOLDER = os.path.join(ROOT, ".suites")
-OUTCOMES = os.path.join(ROOT, "tools", "outcomes")
+OUTCOMES = os.path.join(ROOT, "measure", "outcomes")
 
 
 class Library:
@@ -216,7 +216,7 @@ def main(argv=None):
     files = options.files or sorted(os.path.relpath(p, source) for pattern in library.files
                                     for p in glob.glob(os.path.join(source, pattern)))
     columns = [(mode, grid) for mode in options.modes for grid in (["sequential"] if mode == "bare" else options.grids)]
-    lines = [f"Produced by `make suites` (tools/suites.py) on {datetime.date.today()}: {library.title}, "
+    lines = [f"Produced by `make suites` (measure/suites.py) on {datetime.date.today()}: {library.title}, "
              f"the first {options.per_file} tests of each file, on the CPU interpreter.", ""]
     for release in options.releases:
         install("triton", release, os.path.join(ROOT, ".triton", release))
