@@ -9,7 +9,7 @@ TEST_TRITONS ?= 3.0.0 3.9.0
 DEMO_TRITON ?= 3.0.0
 PYTEST_ARGS ?=
 
-.PHONY: demo doctor test test-quick matrix suites venv clean
+.PHONY: demo doctor test test-quick matrix suites speed docs venv clean
 
 venv: $(VENV)/.installed
 
@@ -41,13 +41,17 @@ demo: $(VENV)/.base .triton/$(DEMO_TRITON)/.installed
 doctor: $(VENV)/.base .triton/$(DEMO_TRITON)/.installed
 	TRITON_INTERPRET=1 PYTHONPATH=.triton/$(DEMO_TRITON) $(VENV)/bin/kwshim doctor
 
-# The full matrix: every Triton release 2.2.0..3.9.0 (+ wrapt 1.x rows); prints a table.
-test: venv
+# The docs site, into .site/, with warnings as errors (its code blocks run in tests/test_docs.py).
+docs: venv
+	$(VENV)/bin/mkdocs build --strict --quiet
+
+# The docs site, then the full matrix: every Triton release 2.2.0..3.9.0 (+ wrapt 1.x rows); a table.
+test: venv docs
 	$(PY) measure/matrix.py
 
-# The same, and rewrite README.md's compatibility table from the run.
-matrix: venv
-	$(PY) measure/matrix.py --readme README.md
+# The same, and rewrite the docs site's compatibility page from the run.
+matrix: venv docs
+	$(PY) measure/matrix.py --page docs/evidence/compatibility.md
 
 test-quick: venv $(foreach v,$(TEST_TRITONS),.triton/$(v)/.installed)
 	@status=0; for v in $(TEST_TRITONS); do \
@@ -59,11 +63,17 @@ test-quick: venv $(foreach v,$(TEST_TRITONS),.triton/$(v)/.installed)
 # (measure/outcomes/): Liger-Kernel 0.8.5's test/transformers bare, under --kwshim and under the
 # virtual CUDA device, on Triton 3.0.0 and 3.9.0; flash-linear-attention v0.5.2's three op files
 # under the device (a git checkout: where GitHub cannot be reached, the step says so and is skipped).
-# Rewrites README.md's suites tables. Slow: not part of `make test`.
+# Rewrites docs/evidence/suites.md's tables. Slow: not part of `make test`.
 suites: venv
 	$(PY) -m pip install --quiet --disable-pip-version-check -e '.[test,suites]'
-	$(PY) measure/suites.py --readme README.md
-	-$(PY) measure/suites.py --library fla --releases 3.6.0 --modes device --grids batched --timeout 700 --readme README.md
+	$(PY) measure/suites.py --page docs/evidence/suites.md
+	-$(PY) measure/suites.py --library fla --releases 3.6.0 --modes device --grids batched --timeout 700 --page docs/evidence/suites.md
+
+# Liger-Kernel's kernels batched against Triton's loop, torch and the NumPy floor (Triton 3.9.0,
+# Liger from `make suites`' checkout); rewrites docs/evidence/speed.md.
+speed: venv .triton/3.9.0/.installed
+	$(PY) -c "import sys; sys.path.insert(0, 'measure'); import suites; suites.LIBRARIES['liger'].fetch()"
+	TRITON_INTERPRET=1 PYTHONPATH=.triton/3.9.0:.suites/liger_kernel-0.8.5/src $(PY) benchmarks/grid_speed.py --page docs/evidence/speed.md
 
 clean:
-	rm -rf $(VENV) .triton .wrapt .suites *.egg-info
+	rm -rf $(VENV) .triton .wrapt .suites .matrix .site *.egg-info

@@ -8,7 +8,11 @@ program per SM, 132, each looping over its block of rows.
 
     make venv suites   # once: .suites/liger_kernel-0.8.5
     TRITON_INTERPRET=1 PYTHONPATH=.triton/3.9.0:.suites/liger_kernel-0.8.5/src \\
-        .venv/bin/python benchmarks/grid_speed.py [--rows 256 2048] [--cols 1024] [--device cuda]
+        .venv/bin/python benchmarks/grid_speed.py [--rows 256 2048] [--cols 1024] [--device cuda] \\
+        [--page docs/evidence/speed.md]
+
+``make speed`` runs it and rewrites the docs site's speed page (``--page``) with the table, the
+date and the machine.
 """
 
 import argparse
@@ -144,7 +148,11 @@ def main():
     parser.add_argument("--device", choices=["cuda"], help="run the kernels on kwshim's virtual device")
     parser.add_argument("--repeats", type=int, default=5, help="runs of batched, torch and the floor (median)")
     parser.add_argument("--sequential-repeats", type=int, default=1, help="runs of sequential (median)")
+    parser.add_argument("--page", help="rewrite the speed table between this page's markers")
     arguments = parser.parse_args()
+    table = ["| Liger kernel | pass | rows (= programs) | sequential | batched | speed-up | torch (CPU) "
+             "| batched / torch | NumPy floor | batched / floor | floor / torch | same bits |",
+             "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
     device = arguments.device
     settings = {"device": device} if device else {}
     print(f"medians of {arguments.repeats} runs ({arguments.sequential_repeats} sequential)")
@@ -171,10 +179,27 @@ def main():
                     line += (f"{floor[index] * 1e3:>11.1f}ms{batched[index] / floor[index]:>14.1f}x"
                              f"{floor[index] / torch_time[index]:>12.1f}x")
                 print(line + f"  {same}")
+                cells = [name, direction, rows, f"{sequential[index] * 1e3:.0f} ms", f"{batched[index] * 1e3:.0f} ms",
+                         f"{sequential[index] / batched[index]:.0f}x", f"{torch_time[index] * 1e3:.1f} ms",
+                         f"{batched[index] / torch_time[index]:.0f}x"]
+                cells += ["", "", ""] if floor[index] is None else [
+                    f"{floor[index] * 1e3:.1f} ms", f"{batched[index] / floor[index]:.0f}x",
+                    f"{floor[index] / torch_time[index]:.1f}x"]
+                table.append("| " + " | ".join(str(cell) for cell in cells + [same]) + " |")
     reasons = grid_module.fallback_reasons()
     print(f"\nkernels that fell back to the loop: {len(reasons)}")
     for kernel, reason in sorted(reasons.items()):
         print(f"  {kernel}: {reason}")
+    if arguments.page:
+        import sys
+
+        sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "measure"))
+        import evidence
+
+        heading = (f"{evidence.stamp('make speed')} Triton {__import__('triton').__version__}, fp32, "
+                   f"{arguments.cols} columns; medians of {arguments.repeats} runs ({arguments.sequential_repeats} "
+                   f"sequential); kernels that fell back to the loop: {len(reasons)}.")
+        evidence.rewrite(arguments.page, "speed", heading + "\n\n" + "\n".join(table))
 
 
 if __name__ == "__main__":

@@ -8,8 +8,9 @@ version bump; legal for leaves that require grad and for inference tensors).
 """
 
 import contextlib
+from typing import Any, NamedTuple, Optional
 
-__all__ = ["reachable_tensors", "State", "difference", "describe"]
+__all__ = ["reachable_tensors", "State", "Difference", "difference", "describe"]
 
 
 def reachable_tensors(names, args, kwargs):
@@ -105,14 +106,28 @@ class State:
         return all(_same(tensor, values) for (_, tensor), values in zip(self.tensors, self.values))
 
 
-def difference(want, got, settings):
+class Difference(NamedTuple):
+    """Where two tensors disagree: how many elements, of how many, the largest absolute
+    difference and the two values there (``want``, ``got``), the first differing index, and
+    whether they were compared with tolerances (floating point)."""
+
+    count: int
+    total: int
+    largest: float
+    index: tuple
+    want: Any = None
+    got: Any = None
+    tolerant: bool = False
+
+
+def difference(want, got, settings) -> Optional[Difference]:
     """None when ``got`` agrees with ``want`` (exact for integers and booleans, ``torch.isclose``
-    for floating point, NaN in the same place agreeing unless ``equal_nan`` is off); otherwise
-    (differing elements, elements, largest absolute difference, first differing index)."""
+    for floating point, NaN in the same place agreeing unless ``equal_nan`` is off); otherwise a
+    ``Difference``."""
     import torch
 
     if want.shape != got.shape:
-        return (got.numel(), want.numel(), float("nan"), ())
+        return Difference(got.numel(), want.numel(), float("nan"), ())
     if want.dtype.is_floating_point or want.dtype.is_complex:
         if want.element_size() == 1:  # fp8: torch has no isclose for it; float32 holds every value exactly
             want, got = want.to(torch.float32), got.to(torch.float32)
@@ -123,16 +138,24 @@ def difference(want, got, settings):
         return None
     differ = ~same
     index = tuple(int(i) for i in torch.nonzero(differ)[0].tolist())
+    tolerant = bool(want.dtype.is_floating_point or want.dtype.is_complex)
     if want.dtype == torch.bool:
-        largest = 1.0
-    else:
-        delta = (got.to(torch.float64) - want.to(torch.float64)).abs()[differ]
-        largest = float(delta.max()) if delta.numel() else float("nan")
-    return int(differ.sum()), want.numel(), largest, index
+        return Difference(int(differ.sum()), want.numel(), 1.0, index, want[index].item(), got[index].item())
+    delta = (got.to(torch.float64) - want.to(torch.float64)).abs()
+    delta = torch.where(differ, torch.nan_to_num(delta, nan=float("inf")), torch.zeros_like(delta))
+    at = tuple(int(i) for i in torch.unravel_index(torch.argmax(delta), delta.shape)) if delta.dim() else ()
+    largest = float((got.to(torch.float64) - want.to(torch.float64)).abs()[at])
+    return Difference(int(differ.sum()), want.numel(), largest, index, want[at].item(), got[at].item(), tolerant)
 
 
-def describe(found):
-    """``difference``'s answer in words."""
-    count, total, largest, index = found
-    return (f"{count} of {total} elements differ, largest absolute difference {largest}, "
-            f"first at index {index}")
+def describe(found: Difference, settings=None) -> str:
+    """``difference``'s answer in words; with ``settings``, the tolerances it was compared with and
+    how to widen them, where it compared floating point."""
+    text = f"{found.count} of {found.total} elements differ, largest absolute difference {found.largest}"
+    if found.want is not None:
+        text += f" ({found.want!r} against {found.got!r})"
+    text += f", first at index {found.index}"
+    if settings is not None and found.tolerant:
+        text += (f"; compared with rtol={settings.rtol}, atol={settings.atol}: if it is rounding (a sum in another "
+                 f"order), allow it with --kwshim-atol/--kwshim-rtol (kwshim run --atol/--rtol, activate(atol=...))")
+    return text

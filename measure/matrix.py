@@ -1,13 +1,14 @@
 """Run the test suite under every supported Triton release (and wrapt 1.x) and tabulate it.
 
-    .venv/bin/python measure/matrix.py [--releases 3.0.0 3.9.0 ...] [--readme README.md]
+    .venv/bin/python measure/matrix.py [--releases 3.0.0 3.9.0 ...] [--page docs/evidence/compatibility.md]
 
 One torch (the project's .venv) serves every release: each Triton goes into .triton/<release>
 (``pip install --no-deps --target``) and is selected with PYTHONPATH, as is wrapt 1.x from
 .wrapt/<version>. For each row it runs ``kwshim doctor --json`` (the bare interpreter's bugs,
 probed live) and pytest (kwsafe's result), says which row it is on as it goes, writes the results
-(.matrix/results.json, ignored by git; matrix/results.json with --readme), prints a table, and with
-``--readme`` rewrites the table between the README's matrix markers. Exit status 1 if any row failed.
+(.matrix/results.json, ignored by git; matrix/results.json with --page), prints a table, and with
+``--page`` rewrites the table between that page's matrix markers (``make matrix``: the docs site's
+compatibility page). Exit status 1 if any row failed.
 """
 
 import argparse
@@ -23,12 +24,12 @@ import xml.etree.ElementTree as ElementTree
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 from kwshim.tools.probe import PROBES  # noqa: E402  (the probe contract, defined once)
+from measure import evidence  # noqa: E402
 RELEASES = ["2.2.0", "2.3.0", "2.3.1", "3.0.0", "3.1.0", "3.2.0", "3.3.0", "3.3.1", "3.4.0", "3.5.0", "3.5.1",
             "3.6.0", "3.7.0", "3.7.1", "3.8.0", "3.9.0"]
 #: wrapt 1.x rows (wrapt 2.x is the .venv's): on the oldest and the newest release.
 WRAPT_1 = "1.14.1"
 WRAPT_1_RELEASES = ["2.2.0", "3.9.0"]
-BEGIN, END = "<!-- matrix:begin -->", "<!-- matrix:end -->"
 #: The contract suite, run a second time with no @kwsafe anywhere under ``pytest --kwshim``.
 SWITCH_SUITE = ["tests/test_decorator.py", "tests/test_oracle.py", "tests/test_options.py"]
 
@@ -107,31 +108,21 @@ def _junit_counts(path):
 
 def table(results):
     lines = [
-        f"Produced by measure/matrix.py (`make test`) on {results['date']}: {len(results['rows'])} rows in "
-        f"{results['wall_seconds'] / 60:.1f} min on a 2-core machine; torch {results['torch']}, numpy {results['numpy']}, "
-        "CPU interpreter.",
+        f"{evidence.stamp('make matrix')} {len(results['rows'])} rows in {results['wall_seconds'] / 60:.1f} min "
+        f"(the tests' own time per row below); torch {results['torch']}, numpy {results['numpy']}, CPU interpreter.",
         "",
-        "| Triton | wrapt | bug in the bare interpreter (probed live) | kwsafe: test suite | switch, no @kwsafe: contract suite |",
-        "| --- | --- | --- | --- | --- |",
+        "| Triton | wrapt | bug in the bare interpreter (probed live) | kwsafe: test suite | switch, no @kwsafe: "
+        "contract suite | seconds |",
+        "| --- | --- | --- | --- | --- | --- |",
     ]
     for row in results["rows"]:
         verdict = (f"{row['passed']} passed" + (f", {row['skipped']} skipped" if row["skipped"] else "")
                    if row["ok"] else f"FAILED: {row['failed']} failed, {row['passed']} passed")
         switch = (f"{row.get('switch_passed', 0)} passed" if not row.get("switch_failed")
                   else f"FAILED: {row['switch_failed']} failed")
-        lines.append(f"| {row['triton']} | {row['wrapt']} | {'; '.join(row['bare_interpreter'])} | {verdict} | {switch} |")
+        bugs = "; ".join(row["bare_interpreter"])
+        lines.append(f"| {row['triton']} | {row['wrapt']} | {bugs} | {verdict} | {switch} | {row['seconds']:.0f} |")
     return "\n".join(lines)
-
-
-def rewrite_readme(path, text):
-    with open(path) as handle:
-        readme = handle.read()
-    if BEGIN not in readme or END not in readme:
-        raise SystemExit(f"{path} has no {BEGIN} ... {END} markers")
-    head, rest = readme.split(BEGIN, 1)
-    _, tail = rest.split(END, 1)
-    with open(path, "w") as handle:
-        handle.write(f"{head}{BEGIN}\n{text}\n{END}{tail}")
 
 
 def main():
@@ -139,8 +130,8 @@ def main():
     parser.add_argument("--releases", nargs="+", default=RELEASES)
     parser.add_argument("--no-wrapt-1", action="store_true", help="skip the wrapt 1.x rows")
     parser.add_argument("--results", help="write the results as JSON here (default: matrix/results.json with "
-                                          "--readme, else .matrix/results.json, which git ignores)")
-    parser.add_argument("--readme", help="rewrite this README's matrix table from the results")
+                                          "--page, else .matrix/results.json, which git ignores)")
+    parser.add_argument("--page", help="rewrite this page's matrix table from the results")
     options = parser.parse_args()
     start = time.perf_counter()
     rows = []
@@ -149,7 +140,7 @@ def main():
         wrapt_folder = os.path.join(ROOT, ".wrapt", WRAPT_1)
         plan += [(release, wrapt_folder) for release in WRAPT_1_RELEASES if release in options.releases]
     if options.results is None:
-        options.results = os.path.join(ROOT, "matrix" if options.readme else ".matrix", "results.json")
+        options.results = os.path.join(ROOT, "matrix" if options.page else ".matrix", "results.json")
     print(f"kwshim test matrix: {len(plan)} rows (each Triton release installed into .triton/<release> on first "
           f"use, 0.4-1 GB each; about 25 min on 2 cores)", flush=True)
     for number, (release, wrapt_folder) in enumerate(plan, 1):
@@ -172,8 +163,8 @@ def main():
     text = table(results)
     print()
     print(text)
-    if options.readme:
-        rewrite_readme(options.readme, text)
+    if options.page:
+        evidence.rewrite(options.page, "matrix", text)
     failed = [row for row in rows if not row["ok"]]
     print(f"\n{len(rows) - len(failed)} passed, {len(failed)} failed")
     return 1 if failed else 0

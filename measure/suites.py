@@ -3,7 +3,7 @@
 every failure, and hold the device column to the H200's outcome for each test.
 
     .venv/bin/python measure/suites.py [--library liger|fla] [--releases 3.0.0 3.9.0] [--per-file 3]
-        [--modes bare kwshim device] [--grids batched] [--timeout 300] [--readme README.md]
+        [--modes bare kwshim device] [--grids batched] [--timeout 300] [--page docs/evidence/suites.md]
 
 - Liger-Kernel's sdist holds its tests (``test/transformers``); it is fetched with
   ``pip download liger-kernel==0.8.5 --no-binary :all: --no-deps`` into ``.suites/``.
@@ -21,7 +21,6 @@ and which pass here where the H200 fails. Each test's outcome here goes to
 """
 
 import argparse
-import datetime
 import glob
 import os
 import re
@@ -35,6 +34,7 @@ import xml.etree.ElementTree as ElementTree
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(ROOT, "measure"))
 from matrix import install  # noqa: E402  (one way to install a Triton release)
+import evidence  # noqa: E402
 
 FOLDER = os.path.join(ROOT, ".suites")
 OUTCOMES = os.path.join(ROOT, "measure", "outcomes")
@@ -45,7 +45,7 @@ class Library:
 
     def __init__(self, name, title, files, outcomes, fetch, table="suites"):
         self.name, self.title, self.files, self.outcomes, self.fetch = name, title, files, outcomes, fetch
-        self.markers = (f"<!-- {table}:begin -->", f"<!-- {table}:end -->")  # its table in the README
+        self.marker = table  # its table's markers on the suites page
 
     def h200(self):
         """{node id: outcome} as the H200 measured them ({} where none were)."""
@@ -208,7 +208,8 @@ def main(argv=None):
                         help="the kwshim modes run under each (outcomes and wall time compared)")
     parser.add_argument("--timeout", type=int, default=300, help="seconds per file and mode")
     parser.add_argument("--files", nargs="*", help="test files (default: the library's)")
-    parser.add_argument("--readme", help="rewrite the table between the suites markers of this file")
+    parser.add_argument("--page", help="rewrite the library's table between its markers on this page "
+                                       "(docs/evidence/suites.md)")
     options = parser.parse_args(argv)
     library = LIBRARIES[options.library]
     source = library.fetch()
@@ -216,8 +217,8 @@ def main(argv=None):
     files = options.files or sorted(os.path.relpath(p, source) for pattern in library.files
                                     for p in glob.glob(os.path.join(source, pattern)))
     columns = [(mode, grid) for mode in options.modes for grid in (["sequential"] if mode == "bare" else options.grids)]
-    lines = [f"Produced by `make suites` (measure/suites.py) on {datetime.date.today()}: {library.title}, "
-             f"the first {options.per_file} tests of each file, on the CPU interpreter.", ""]
+    lines = [f"{evidence.stamp('make suites')} {library.title}, the first {options.per_file} tests of each file, "
+             f"on the CPU interpreter.", ""]
     for release in options.releases:
         install("triton", release, os.path.join(ROOT, ".triton", release))
         env = environment(source, release)
@@ -259,13 +260,8 @@ def main(argv=None):
                 handle.writelines(f"{outcome} {node}\n" for node, outcome in sorted(total["outcomes"].items()))
     table = "\n".join(lines).rstrip() + "\n"
     print(table)
-    if options.readme:
-        begin, end = library.markers
-        with open(options.readme) as handle:
-            text = handle.read()
-        start, stop = text.index(begin) + len(begin), text.index(end)
-        with open(options.readme, "w") as handle:
-            handle.write(text[:start] + "\n" + table + text[stop:])
+    if options.page:
+        evidence.rewrite(options.page, library.marker, table)
     return 0
 
 

@@ -15,7 +15,7 @@ def wings():
     """The wings in the order ``docs/architecture.md`` lists them, top floor first; the ground
     floor (the modules at the package's top level below the wings) shares the last rank."""
     with open(os.path.join(ROOT, "docs", "architecture.md")) as handle:
-        block = re.search(r"^```\nkwshim/\n(.*?)^```", handle.read(), re.M | re.S).group(1)
+        block = re.search(r"^```text\nkwshim/\n(.*?)^```", handle.read(), re.M | re.S).group(1)
     order = {}
     for line in block.splitlines():
         names = re.findall(r"(\S+?)(/|\.py)(?=\s)", " " + line.strip() + " ")

@@ -456,8 +456,10 @@ def test_verify_names_the_divergent_config_argument_and_index():
     assert isinstance(info.value, AssertionError)
     assert "scale" in message and "BLOCK: 4" in message and "BLOCK: 8" in message
     assert "argument 'out_ptr'" in message and "4 of 8 elements differ" in message
-    assert "largest absolute difference 7.0" in message and "first at index (4,)" in message
+    assert "largest absolute difference 7.0 (14.0 against 7.0)" in message and "first at index (4,)" in message
     assert message.index("BLOCK: 4") < message.index("BLOCK: 8")  # the divergent Config, then the first
+    assert message.endswith("compared with rtol=1e-05, atol=1e-08: if it is rounding (a sum in another order), "
+                            "allow it with --kwshim-atol/--kwshim-rtol (kwshim run --atol/--rtol, activate(atol=...))")
 
 
 @needs_block_loads

@@ -103,3 +103,18 @@ def kwshim_default_grid():
     from kwshim.settings import DEFAULT
 
     return DEFAULT.grid
+
+
+def test_without_triton_on_the_path_it_names_the_clones_releases_from_any_directory(monkeypatch, tmp_path):
+    import os
+
+    from kwshim.tools import doctor
+
+    clone = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), ".triton")
+    if not os.path.isdir(clone):
+        pytest.skip("this checkout has no .triton/ (an unpacked sdist)")
+    monkeypatch.chdir(tmp_path)  # not the clone's directory: it used to look only in ./.triton
+    monkeypatch.setattr(doctor, "_distribution_of", lambda module: None)
+    advice = doctor.diagnose()["advice"]
+    assert any(line.startswith(f"{clone} keeps Triton releases (") and f"PYTHONPATH={clone}{os.sep}" in line
+               for line in advice), advice

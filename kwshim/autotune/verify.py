@@ -86,7 +86,7 @@ class Verification:
                 self.snapshot.put()
                 raise ConfigDivergenceError(
                     f"{_kernel_name(self.autotuner)}: Config {config} and Config {first_config} leave argument "
-                    f"'{name}' different: {describe(found)}")
+                    f"'{name}' different: {describe(found, self.settings)}")
 
     def check_side_effects(self, relaunch):
         """Compare what the tuned launch left with one clean launch of the chosen Config

@@ -37,10 +37,10 @@ def diagnose(progress=None):
     if report["triton"] is None:
         report["broken"] = True
         report["advice"].append("no 'triton' module: install one of " + ", ".join(TRITON_DISTRIBUTIONS))
-        kept = _releases_kept_here()
+        folder, kept = _releases_kept()
         if kept:  # a kwshim checkout after `make demo`/`make test`: Triton is there, off the path
-            report["advice"].append(f"this directory keeps Triton releases in .triton/ ({', '.join(kept)}): select "
-                                    f"one with PYTHONPATH=.triton/{kept[-1]} (or run `make doctor`)")
+            report["advice"].append(f"{folder} keeps Triton releases ({', '.join(kept)}): select one with "
+                                    f"PYTHONPATH={os.path.join(folder, kept[-1])} (or run `make doctor` in the clone)")
         return report
     if report["torch"] is None:
         report["advice"].append("torch is not installed: the live probes need it (skipped)")
@@ -81,14 +81,21 @@ def diagnose(progress=None):
     return report
 
 
-def _releases_kept_here():
-    """The Triton releases in ``./.triton/<release>`` (where this project's Makefile installs them)."""
-    try:
-        names = os.listdir(".triton")
-    except OSError:
-        return []
-    kept = [name for name in names if os.path.isdir(os.path.join(".triton", name, "triton"))]
-    return sorted(kept, key=lambda name: tuple(int(part) if part.isdigit() else 0 for part in name.split(".")))
+def _releases_kept():
+    """The folder ``.triton/`` (of the current directory, else of the kwshim clone this package is
+    installed from in development mode) and the Triton releases it holds, where the project's
+    Makefile installs them; ``(None, [])`` where neither has one."""
+    clone = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    for folder in (os.path.abspath(".triton"), os.path.join(clone, ".triton")):
+        try:
+            names = os.listdir(folder)
+        except OSError:
+            continue
+        kept = [name for name in names if os.path.isdir(os.path.join(folder, name, "triton"))]
+        if kept:
+            order = sorted(kept, key=lambda name: tuple(int(p) if p.isdigit() else 0 for p in name.split(".")))
+            return folder, order
+    return None, []
 
 
 def run_probe(*arguments, env=None):
