@@ -289,3 +289,29 @@ def test_a_direct_float_conversion_gives_the_fp64_path_s_bits_nan_payloads_and_a
                 got = float_to_float(source, target)
             unsigned = f"u{target.itemsize}"
             assert np.array_equal(got.view(unsigned), expected.view(unsigned)), (source.dtype, target)
+
+
+@triton.jit
+def _overflowing(x_ptr, half_ptr, product_ptr):
+    offsets = tl.arange(0, 4)
+    x = tl.load(x_ptr + offsets)
+    tl.store(half_ptr + offsets, x.to(tl.float16))   # fp32 -> fp16 past 65504: inf
+    half = tl.load(half_ptr + offsets)
+    tl.store(product_ptr + offsets, half * half / (half - half))  # overflow, 0/0 and x/0 in fp16
+
+
+@pytest.mark.skipif(not _gpu_arithmetic_available(), reason="2.x: the interpreter's own arithmetic")
+def test_overflow_and_division_by_zero_are_quiet_as_on_a_gpu():
+    """A GPU overflows to inf and makes NaN without a word; NumPy would warn (a RuntimeWarning from
+    kwshim's conversions, or the interpreter's multiply), which -W error turns into a failure."""
+    import warnings
+
+    x = torch.tensor([1e6, -1e6, 1.0, 300.0])
+    half, product = torch.empty(4, dtype=torch.float16), torch.empty(4, dtype=torch.float16)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)
+        with kwshim.activate():
+            _overflowing[(1,)](x, half, product)
+    assert half.tolist() == [float("inf"), -float("inf"), 1.0, 300.0]
+    values = product.tolist()  # inf * inf / (inf - inf): NaN; 1 / 0 and 65504+ (inf) / 0: inf
+    assert values[0] != values[0] and values[1] != values[1] and values[2:] == [float("inf")] * 2

@@ -83,10 +83,22 @@ def launch_scope(fn):
 
     numerics, swaps = _numerics(), tuple(global_swaps(fn))
     if not swaps:
-        return numerics.call if entries() else None  # 2.x: no module-wide builder to compute with
+        return _quietly(numerics.call) if entries() else None  # 2.x: no module-wide builder to compute with
     both, only = Scope(entries() + swaps, LAUNCH_LOCK), Scope(swaps, LAUNCH_LOCK)
 
     def scoped(function, *args, **kwargs):
         return (only if numerics.held else both).call(function, *args, **kwargs)
 
-    return scoped
+    return _quietly(scoped)
+
+
+def _quietly(call):
+    """``call`` with NumPy's floating-point warnings off: a GPU overflows to inf, divides by zero
+    and makes NaN quietly, where NumPy would print a ``RuntimeWarning`` for each."""
+    import numpy as np
+
+    def quietly(function, *args, **kwargs):
+        with np.errstate(over="ignore", invalid="ignore", divide="ignore"):  # one per launch: threads
+            return call(function, *args, **kwargs)
+
+    return quietly

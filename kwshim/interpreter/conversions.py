@@ -13,6 +13,8 @@ NumPy's ``astype`` wraps an out-of-range float and turns NaN into INT_MIN; the G
 - int -> float and float -> float otherwise: round to nearest even, once.
 """
 
+import functools
+
 import numpy as np
 
 from .formats import bits_type, finite_max, is_fp8
@@ -65,6 +67,18 @@ _DIRECT = {"float64": ("float16", "bfloat16", "float32"), "float32": ("float16",
            "float16": ("float32",), "bfloat16": ("float32",)}
 
 
+def _quiet(function):
+    """``function`` with NumPy's overflow and invalid-value warnings off: a GPU converts an
+    out-of-range value to inf (or saturates) quietly, and so must the conversions here."""
+    @functools.wraps(function)
+    def quiet(*args, **kwargs):
+        with np.errstate(over="ignore", invalid="ignore"):
+            return function(*args, **kwargs)
+
+    return quiet
+
+
+@_quiet
 def float_to_float(data, target, toward_zero=False, rebias_fp8e5=False):
     """``data`` (any float array) rounded to the float dtype ``target`` as the GPU converts;
     ``rebias_fp8e5``: ``data`` is fp8e5 and ``target`` bf16 (the GPU's exponent rebias)."""
@@ -93,6 +107,7 @@ def float_to_float(data, target, toward_zero=False, rebias_fp8e5=False):
     return rounded
 
 
+@_quiet
 def int_to_float(data, target):
     """An integer array rounded to the float dtype ``target`` (round to nearest even, once)."""
     target = np.dtype(target)
