@@ -16,7 +16,7 @@ import os
 from typing import Any, Dict, Mapping, NamedTuple, Optional, Tuple
 
 __all__ = ["Settings", "DEFAULT", "POLICIES", "NUMERICS", "GRIDS", "DEVICES", "FIELDS", "Field", "resolve",
-           "parse_text"]
+           "parse_text", "ACTIVATIONS", "in_force"]
 
 #: The autotune policies, in the order the help lists them, each with what it does.
 POLICIES: Dict[str, str] = {
@@ -147,6 +147,17 @@ class Settings:
 
 
 DEFAULT = Settings()
+
+#: The switch's activations in force, innermost last (``doors.switch.Handle``: each has its
+#: ``settings``). The one place the settings in force are kept: the switch adds and removes its
+#: handles here, and the code that acts on a setting reads ``in_force()``.
+ACTIVATIONS: list = []
+
+
+def in_force() -> Settings:
+    """The innermost activation's settings, or the defaults where the switch is off."""
+    activations = ACTIVATIONS
+    return activations[-1].settings if activations else DEFAULT
 
 
 _TRUE, _FALSE = ("1", "true", "yes", "on"), ("0", "false", "no", "off")

@@ -298,16 +298,37 @@ def test_check_compares_the_batch_with_the_loop_and_names_the_first_difference(m
 
 
 @batching
-def test_the_grid_seam_is_set_only_while_a_batching_mode_is_in_force():
+@triton.jit
+def _counted_rows(out_ptr):
+    tl.store(out_ptr + tl.program_id(0), tl.program_id(0))
+
+
+def _batched_launches():
+    from kwshim.interpreter.grid import launch_record
+
+    return launch_record().get(_counted_rows.fn.__qualname__, {}).get("batched", 0)
+
+
+@batching
+def test_each_launch_runs_as_the_grid_in_force_says_and_the_seam_goes_with_the_switch():
+    """The grid is read from the settings in force at each launch (one place): a nested
+    activation's grid needs no patch of its own, and the outer one's is back when it ends."""
     from triton.runtime.interpreter import GridExecutor
 
-    original = GridExecutor.__call__
+    original, out = GridExecutor.__call__, torch.zeros(4, dtype=torch.int32)
     with kwshim.activate(grid="sequential"):
-        assert GridExecutor.__call__ is original
-        with kwshim.activate(grid="batched"):
-            assert GridExecutor.__call__ is not original
-        assert GridExecutor.__call__ is original
-    assert GridExecutor.__call__ is original
+        before = _batched_launches()
+        _counted_rows[(4,)](out)
+        assert _batched_launches() == before  # the loop
+        with kwshim.activate(autotune="first", grid="batched"):
+            _counted_rows[(4,)](out)
+            assert _batched_launches() == before + 1
+            with kwshim.activate(autotune="all"):  # inherits batched
+                _counted_rows[(4,)](out)
+                assert _batched_launches() == before + 2
+        _counted_rows[(4,)](out)
+        assert _batched_launches() == before + 2  # the loop again
+    assert GridExecutor.__call__ is original and out.tolist() == [0, 1, 2, 3]
 
 
 @triton.jit

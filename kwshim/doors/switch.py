@@ -26,16 +26,15 @@ from .. import compat, interpreter
 from ..autotune import AutotunerPatch
 from ..launch.kernel import RunSlot, launcher_via_paths
 from ..patching import Patch
-from ..settings import DEFAULT, Settings, resolve
+from ..settings import ACTIVATIONS, Settings, in_force, resolve
 
 __all__ = ["activate", "activate_with", "Handle", "active_settings", "is_active"]
 
 _LOCK = threading.RLock()
-_HANDLES: List["Handle"] = []
+_HANDLES: List["Handle"] = ACTIVATIONS  # the settings module keeps them: the one place settings are in force
 _PATCH: Optional[Patch] = None
 _AUTOTUNER: Optional[AutotunerPatch] = None
 _NUMERICS: Optional[str] = None  #: the interpreter arithmetic ``_PATCH`` holds in place (None: none)
-_GRID: Optional[str] = None  #: the grid mode ``_PATCH`` holds in place (None: none)
 _DEVICE: Optional[str] = None  #: the virtual device ``_PATCH`` holds in place (None: none)
 
 
@@ -50,7 +49,7 @@ class Handle:
         return self in _HANDLES
 
     def deactivate(self) -> None:
-        global _PATCH, _AUTOTUNER, _NUMERICS, _GRID, _DEVICE
+        global _PATCH, _AUTOTUNER, _NUMERICS, _DEVICE
         with _LOCK:
             if self not in _HANDLES:
                 return
@@ -59,7 +58,7 @@ class Handle:
                 _settings_changed()
             elif _PATCH is not None:
                 _PATCH.undo()
-                _PATCH = _AUTOTUNER = _NUMERICS = _GRID = _DEVICE = None
+                _PATCH = _AUTOTUNER = _NUMERICS = _DEVICE = None
 
     def __enter__(self):
         if not self.active:  # a second `with` on a spent handle would silently switch nothing on
@@ -124,7 +123,7 @@ def activate(autotune: str = UNSET, *, rtol: float = UNSET, atol: float = UNSET,
 def activate_with(named: Union[Mapping[str, Any], Settings]) -> Handle:
     """``activate`` for the settings a door was given by name (``kwshim run``, ``pytest --kwshim``),
     completed by ``settings.resolve``; a ``Settings`` is taken whole."""
-    global _PATCH, _AUTOTUNER, _NUMERICS, _GRID, _DEVICE
+    global _PATCH, _AUTOTUNER, _NUMERICS, _DEVICE
     with _LOCK:
         if isinstance(named, Settings):
             settings = named
@@ -136,7 +135,6 @@ def activate_with(named: Union[Mapping[str, Any], Settings]) -> Handle:
                              f"{settings.device!r} (deactivate first)")
         if _PATCH is None:
             _PATCH, _AUTOTUNER, _NUMERICS = _install(settings)
-            _GRID = settings.grid if _NUMERICS is not None else None  # only an interpreter has a grid to run
             _DEVICE = settings.device
         _HANDLES.append(handle)
         _settings_changed()
@@ -148,14 +146,13 @@ def is_active() -> bool:
 
 
 def active_settings() -> Settings:
-    handles = _HANDLES
-    return handles[-1].settings if handles else DEFAULT
+    return in_force()
 
 
 def _settings_changed() -> None:
-    """Put the settings now in force (the innermost handle's) in place: the autotuner patch's, and
-    the interpreter's arithmetic."""
-    global _NUMERICS, _GRID
+    """Put the settings now in force (the innermost handle's) in place where reading them is not
+    enough: the autotuner patch's run, and the interpreter's arithmetic (the grid reads them)."""
+    global _NUMERICS
     settings = _HANDLES[-1].settings
     if _AUTOTUNER is not None:
         _AUTOTUNER.settings = settings
@@ -164,9 +161,6 @@ def _settings_changed() -> None:
     if _NUMERICS is not None and settings.numerics != _NUMERICS:
         interpreter.use_numerics(_PATCH, settings.numerics)
         _NUMERICS = settings.numerics
-    if _GRID is not None and settings.grid != _GRID:
-        interpreter.use_grid(_PATCH, settings.grid)
-        _GRID = settings.grid
 
 
 def _install(settings: Settings):
@@ -185,7 +179,7 @@ def _install(settings: Settings):
             autotuner = AutotunerPatch(settings)
             autotuner.install(patch, run=interpreting or settings.autotune == "verify")
         if interpreting:  # compiled kernels keep the backend's own libdevice
-            interpreter.install(patch, settings.numerics, settings.grid)
+            interpreter.install(patch, settings.numerics)
             numerics = settings.numerics
         if settings.device is not None:
             if not interpreting:

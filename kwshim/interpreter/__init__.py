@@ -19,7 +19,7 @@ interpreted, so ``import kwshim`` stays free of it.
 import functools
 import threading
 
-__all__ = ["install", "use_numerics", "use_grid", "launch_scope", "arithmetic_module", "LAUNCH_LOCK"]
+__all__ = ["install", "use_numerics", "launch_scope", "arithmetic_module", "LAUNCH_LOCK"]
 
 #: Serializes what interpreted launches share: the interpreter's one builder object and module
 #: globals (the GPU arithmetic sets them for a launch), and from 3.6 ``triton.language``, which the
@@ -37,24 +37,17 @@ def _numerics():
     return Scope(entries(), LAUNCH_LOCK)
 
 
-def install(patch, numerics: str = "gpu", grid: str = "sequential") -> None:
+def install(patch, numerics: str = "gpu") -> None:
     """The interpreter's fixes, its arithmetic (``numerics``: ``settings.NUMERICS``), libdevice on
-    the CPU and how launches run their programs (``grid``: ``settings.GRIDS``), through ``patch``
-    (the switch's)."""
-    from . import fixes, libdevice
+    the CPU and the grid seam (which runs a launch's programs as the ``grid`` setting in force
+    says), through ``patch`` (the switch's)."""
+    from . import fixes, grid, libdevice
 
     fixes.install(patch)
     use_numerics(patch, numerics)
     patch.setattr(_numerics(), "held", True)  # launches find them in place and set nothing
     libdevice.install(patch)
-    use_grid(patch, grid)
-
-
-def use_grid(patch, grid: str) -> None:
-    """Run interpreted launches' programs as ``grid`` says (again when the switch's settings change)."""
-    from . import grid as programs
-
-    programs.use_grid(patch, grid)
+    grid.install(patch)
 
 
 def use_numerics(patch, numerics: str) -> None:

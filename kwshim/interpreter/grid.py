@@ -24,7 +24,9 @@ from typing import Dict
 
 import numpy as np
 
-__all__ = ["use_grid", "fallback_reasons", "launch_record", "merge_records", "summary_lines", "batching_works"]
+from ..settings import in_force
+
+__all__ = ["install", "fallback_reasons", "launch_record", "merge_records", "summary_lines", "batching_works"]
 
 _INTERPRETER = "triton.runtime.interpreter"
 _FIRST_CHUNK = 64
@@ -99,34 +101,29 @@ def batching_works() -> bool:
         hasattr(interpreter, "GridExecutor")
 
 
-def use_grid(patch, mode: str) -> None:
-    """Put ``mode`` in force (again when the switch's settings change): the grid seam is set for
-    ``batched`` and ``check`` and left as Triton's for ``sequential``."""
+def install(patch) -> None:
+    """The grid seam, through ``patch`` (the switch's), where batching works: each launch runs its
+    programs as the ``grid`` setting in force says (``settings.in_force()``, read per launch, so a
+    nested activation's grid needs no patch of its own)."""
     interpreter = sys.modules.get(_INTERPRETER)
     executor = getattr(interpreter, "GridExecutor", None)
-    if executor is None:
+    if executor is None or not batching_works():
         return
-    original = vars(executor)["__call__"]
-    original = getattr(original, "kwshim_original", original)
-    patch.setitem(_MODE_HOLDER, "mode", mode)
-    patch.setattr(executor, "__call__", original if mode == "sequential" or not batching_works()
-                  else _grid_call(original))
-
-
-#: The grid mode the switch holds in place (``use_grid``).
-_MODE_HOLDER = {"mode": "sequential"}
+    patch.setattr(executor, "__call__", _grid_call(vars(executor)["__call__"]))
 
 
 def _grid_call(original):
     def __call__(self, *args_dev, **kwargs):
+        mode = in_force().grid
+        if mode == "sequential":
+            return original(self, *args_dev, **kwargs)
         grid = self.grid
-        self.grid = _Programs(self, grid, _MODE_HOLDER["mode"], args_dev, kwargs)
+        self.grid = _Programs(self, grid, mode, args_dev, kwargs)
         try:
             return original(self, *args_dev, **kwargs)
         finally:
             self.grid = grid
 
-    __call__.kwshim_original = original
     return __call__
 
 

@@ -177,6 +177,13 @@ def interpreter_mode():
             "triton": getattr(triton, "__version__", "unknown")}
 
 
+class _Activation:
+    """What the switch's handle gives ``settings.in_force()``: its settings."""
+
+    def __init__(self, settings):
+        self.settings = settings
+
+
 def batched_grid():
     """Whether four programs of a row kernel run batched here under ``grid="check"`` with the loop's bits."""
     os.environ["TRITON_INTERPRET"] = "1"
@@ -184,6 +191,7 @@ def batched_grid():
     import triton
     import triton.language as tl
 
+    from .. import settings
     from ..interpreter import grid
     from ..patching import Patch
 
@@ -198,8 +206,9 @@ def batched_grid():
         return {"ok": False, "detail": "this interpreter has no module-wide builder (2.x): launches run Triton's loop"}
     x, out = torch.arange(32, dtype=torch.float32), torch.zeros(32)
     try:
-        with Patch() as patch:  # the grid seam alone, as the switch sets it
-            grid.use_grid(patch, "check")
+        with Patch() as patch:  # the grid seam alone, as the switch sets it, under grid="check"
+            grid.install(patch)
+            patch.setitem(vars(settings), "ACTIVATIONS", [_Activation(settings.Settings(grid="check"))])
             _rows[(4,)](x, out)
     except Exception as exc:
         return {"ok": False, "detail": _error(exc)}
