@@ -71,7 +71,8 @@ def run_row(release, wrapt_folder=None):
         counts = _junit_counts(junit)
         # The contract suite again with no @kwsafe anywhere, under the switch (pytest --kwshim).
         switch_junit = os.path.join(scratch, "switch.xml")
-        switched = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-n", "auto",
+        # one process: three short files, where two workers' start-up (torch and Triton imported in each) costs more
+        switched = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "no:xdist",
                                    "--kwshim", f"--junitxml={switch_junit}", *SWITCH_SUITE],
                                   capture_output=True, text=True, env=dict(env, KWSHIM_SUITE_WITHOUT_KWSAFE="1"),
                                   cwd=ROOT)

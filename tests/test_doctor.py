@@ -76,7 +76,8 @@ def test_the_probing_line_is_said_only_when_probes_run(monkeypatch, report):
 
     said = []  # the probes' own results are the report's (their subprocesses run once, for the fixture)
     monkeypatch.setattr(doctor, "interpreter_mode", lambda: said.append("mode probed") or report["interpreter_mode"])
-    monkeypatch.setattr(doctor, "run_probe", lambda *a, **k: (report["grid"] if a else report["probes"], None))
+    both = {"probes": report["probes"], "grid": report["grid"]}
+    monkeypatch.setattr(doctor, "run_probe", lambda *a, **k: (both, None))
     doctor.diagnose(progress=said.append)
     assert len(said) == 2 and said[0].startswith("kwshim doctor: probing") and said[1] == "mode probed"
 

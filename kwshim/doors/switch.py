@@ -175,7 +175,7 @@ def _install(settings: Settings):
         patch.setattr(classes.interpreted, "run", RunSlot())
         interpreting = compat.interpreter_on()
         if classes.autotuner is not None:
-            # A compiled-only process needs kwshim's Autotuner.run for verify only (README: verify on a GPU)
+            # A compiled-only process needs kwshim's Autotuner.run for verify only (docs: how-to/autotune)
             autotuner = AutotunerPatch(settings)
             autotuner.install(patch, run=interpreting or settings.autotune == "verify")
         if interpreting:  # compiled kernels keep the backend's own libdevice

@@ -52,8 +52,8 @@ def diagnose(progress=None):
     hint = None if mode["on"] is None else ignored_interpret_hint(mode["on"], report["triton"]["version"])
     if hint:
         report["advice"].append(hint)
-    probes, error = run_probe()
-    report["probes"] = probes
+    both, error = run_probe("--with-grid")  # one process: each costs an import of torch and Triton
+    probes = report["probes"] = both.get("probes", {})
     if error:
         report["broken"] = True
         report["advice"].append(f"the interpreter probe failed: {error}")
@@ -71,13 +71,11 @@ def diagnose(progress=None):
         report["advice"].append("autotuned kernels fail here bare (multi-Config tuning needs a GPU): the switch "
                                 "(kwshim.activate(), kwshim run, pytest --kwshim) makes them decorate, launch and "
                                 "tune on the CPU")
-    report["grid"], error = run_probe("--grid")
-    if error:
-        report["grid"] = {"ok": False, "detail": f"the grid probe failed: {error}"}
+    report["grid"] = both.get("grid") or {"ok": False, "detail": "the grid probe did not run"}
     if not probes.get("bf16_arithmetic_works", {"ok": True})["ok"]:
         report["advice"].append("this interpreter computes bf16 on its raw bits: bf16 kernels store wrong values "
                                 "bare; a wrapped kernel (@kwsafe or the switch) computes bf16 and fp8 as the GPU "
-                                "does, with ml_dtypes installed (see the README's Numerics)")
+                                "does, with ml_dtypes installed (see the docs: explanation/numerics)")
     return report
 
 

@@ -220,5 +220,16 @@ def batched_grid():
 
 if __name__ == "__main__":
     arguments = sys.argv[1:]
-    json.dump(interpreter_mode() if "--mode" in arguments else batched_grid() if "--grid" in arguments else probe(),
-              sys.stdout)
+    if "--mode" in arguments:
+        result = interpreter_mode()
+    elif "--grid" in arguments:
+        result = batched_grid()
+    elif "--with-grid" in arguments:  # the bare probes, then the grid's, in one process (the doctor's)
+        result = {"probes": probe()}
+        try:
+            result["grid"] = batched_grid()
+        except Exception as exc:  # noqa: BLE001 (reported, the bare probes kept)
+            result["grid"] = {"ok": False, "detail": f"the grid probe failed: {_error(exc)}"}
+    else:
+        result = probe()
+    json.dump(result, sys.stdout)
