@@ -26,7 +26,7 @@ import numpy as np  # noqa: E402
 import torch  # noqa: E402
 
 import kwshim  # noqa: E402
-from kwshim.interpreter import grid as grid_module  # noqa: E402
+from kwshim.interpreter import programs as grid_module  # noqa: E402
 
 
 def _cases(rows, cols):

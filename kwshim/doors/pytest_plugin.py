@@ -163,7 +163,7 @@ def pytest_sessionfinish(session):
     """An xdist worker hands its grid record to the controller."""
     workeroutput = getattr(session.config, "workeroutput", None)
     if workeroutput is not None and getattr(session.config, _HANDLE_KEY, None) is not None:
-        from ..interpreter.grid import launch_record
+        from ..interpreter.programs import launch_record
 
         workeroutput[_WORKER_KEY] = launch_record()
 
@@ -180,7 +180,7 @@ def pytest_testnodedown(node, error):
 def pytest_terminal_summary(terminalreporter, config):
     if getattr(config, _HANDLE_KEY, None) is None:
         return
-    from ..interpreter.grid import launch_record, merge_records, summary_lines
+    from ..interpreter.programs import launch_record, merge_records, summary_lines
 
     for line in summary_lines(merge_records([launch_record()] + getattr(config, _RECORDS_KEY, []))):
         terminalreporter.write_line(line)

@@ -9,7 +9,7 @@ switch is on (``install``) and around each launch of a wrapped kernel (``launch_
   bf16 atomics and dots, and what compiled Triton refuses);
 - ``gpu_arithmetic`` (with ``fma``): ``numerics="gpu"``, where the GPU's arithmetic is not IEEE's
   (fused multiply-adds, tensor-core dots);
-- ``grid`` (with ``program_axis``): the ``grid`` setting, a launch's programs run together with a
+- ``programs`` (with ``program_axis``): the ``grid`` setting, a launch's programs run together with a
   program axis on every value, leaving the loop's bits.
 
 Its modules need NumPy (the interpreter's own dependency); nothing imports them until a kernel is
@@ -41,13 +41,13 @@ def install(patch, numerics: str = "gpu") -> None:
     """The interpreter's fixes, its arithmetic (``numerics``: ``settings.NUMERICS``), libdevice on
     the CPU and the grid seam (which runs a launch's programs as the ``grid`` setting in force
     says), through ``patch`` (the switch's)."""
-    from . import fixes, grid, libdevice
+    from . import fixes, libdevice, programs
 
     fixes.install(patch)
     use_numerics(patch, numerics)
     patch.setattr(_numerics(), "held", True)  # launches find them in place and set nothing
     libdevice.install(patch)
-    grid.install(patch)
+    programs.install(patch)
 
 
 def use_numerics(patch, numerics: str) -> None:

@@ -8,10 +8,10 @@ import triton
 import triton.language as tl
 
 import kwshim
-from kwshim.interpreter import grid as grid_module
+from kwshim.interpreter import programs as grid_module
 
 from .kernels import needs_block_loads
-from .test_grid import _both, _reason, _same_bits, batching
+from .test_programs import _both, _reason, _same_bits, batching
 
 
 @pytest.fixture

@@ -8,7 +8,7 @@ import triton
 import triton.language as tl
 
 import kwshim
-from kwshim.interpreter import grid as grid_module
+from kwshim.interpreter import programs as grid_module
 
 from .kernels import needs_block_loads
 
@@ -304,7 +304,7 @@ def _counted_rows(out_ptr):
 
 
 def _batched_launches():
-    from kwshim.interpreter.grid import launch_record
+    from kwshim.interpreter.programs import launch_record
 
     return launch_record().get(_counted_rows.fn.__qualname__, {}).get("batched", 0)
 
