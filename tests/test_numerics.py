@@ -230,7 +230,7 @@ def test_scalars_are_typed_as_compiled():
 # -- what each launch pays for: the builder's probes of the interpreter's one-line methods ---------
 
 def test_the_probe_finds_an_operation_that_only_hands_a_ufunc_to_binary_op():
-    from kwshim.interpreter.gpu_builder import _binary_ufunc
+    from kwshim.compat import binary_ufunc as _binary_ufunc
 
     assert _binary_ufunc(lambda self, lhs, rhs: self.binary_op(lhs, rhs, np.add)) is np.add
     assert _binary_ufunc(lambda self, lhs, rhs: self.binary_op(rhs, lhs, np.add)) is None  # operands swapped

@@ -8,7 +8,8 @@ import inspect
 from .classes import import_triton, kernel_classes
 
 __all__ = ["compiler_accepts", "pristine_interpreter_methods", "interpreter_shares_launch_state",
-           "interpreter_restores_patches", "run_requires_warmup", "injected_keywords"]
+           "interpreter_restores_patches", "run_requires_warmup", "injected_keywords", "binary_ufunc",
+           "native_masked_load", "native_masked_store"]
 
 
 @functools.lru_cache(maxsize=None)
@@ -164,3 +165,48 @@ def injected_keywords():
         kept = built_keywords(**{name: marker}).get(name) is marker
         found[name] = (value, kept)
     return found
+
+
+def binary_ufunc(method):
+    """The NumPy ufunc ``method`` (an interpreter builder method) hands to ``self.binary_op``, where
+    that is all it does (``lambda self, lhs, rhs: self.binary_op(lhs, rhs, np.add)`` on 3.0-3.9),
+    else None. Probed by calling it on a recorder, not by reading its code."""
+    import numpy as np
+
+    class Recorder:
+        def binary_op(self, lhs, rhs, op):
+            return ("binary_op", lhs, rhs, op)
+
+    lhs, rhs = object(), object()
+    try:
+        found = method(Recorder(), lhs, rhs)
+    except Exception:
+        return None
+    if type(found) is tuple and found[:3] == ("binary_op", lhs, rhs) and isinstance(found[3], np.ufunc):
+        return found[3]
+    return None
+
+
+#: The names the interpreter's masked load and store use where each is a straight call of the
+#: native load or store (3.0-3.9).
+_NATIVE_LOAD = frozenset({"get_element_ty", "_get_np_dtype", "TensorHandle", "np", "zeros_like", "data",
+                          "_interpreter", "load"})
+_NATIVE_STORE = frozenset({"_interpreter", "store", "data"})
+
+
+@functools.lru_cache(maxsize=None)
+def native_masked_load(builder_class) -> bool:
+    """Whether ``builder_class.create_masked_load`` is one call of the interpreter's native load
+    (so kwshim's own may make that call in its place): the names its code uses are exactly those."""
+    return _uses_exactly(builder_class.create_masked_load, _NATIVE_LOAD)
+
+
+@functools.lru_cache(maxsize=None)
+def native_masked_store(builder_class) -> bool:
+    """As ``native_masked_load``, for ``create_masked_store`` and the native store."""
+    return _uses_exactly(builder_class.create_masked_store, _NATIVE_STORE)
+
+
+def _uses_exactly(method, names) -> bool:
+    code = getattr(method, "__code__", None)
+    return code is not None and frozenset(code.co_names) == names

@@ -21,6 +21,7 @@ import sys
 
 import numpy as np
 
+from .. import compat
 from . import conversions
 from .fma import fma
 from .formats import ML_DTYPES, bits_type, is_fp8, is_ml_dtype, numpy_dtype_function
@@ -174,7 +175,7 @@ def gpu_builder_class(base):
 
         return divide
 
-    if _is_native_one_liner(base.create_masked_load, _NATIVE_LOAD):  # our frame in place of the interpreter's
+    if compat.native_masked_load(base):  # our frame in place of the interpreter's
         def direct_load(self, ptrs, mask, other, *args, **kwargs):
             element = ptrs.get_element_ty()
             if element.name in ML_DTYPES:
@@ -184,7 +185,7 @@ def gpu_builder_class(base):
             return TensorHandle(interpreter._interpreter.load(ptrs.data, mask.data, fill, numpy_type), element)
 
         GPUBuilder.create_masked_load = direct_load
-    if _is_native_one_liner(base.create_masked_store, _NATIVE_STORE):
+    if compat.native_masked_store(base):
         def direct_store(self, ptrs, value, mask, *args, **kwargs):
             data = value.data
             if value.dtype.name in ML_DTYPES:
@@ -197,7 +198,7 @@ def gpu_builder_class(base):
     for name in _FLOAT_OPERATIONS:  # integer operations (index arithmetic) pay for no check
         operation = getattr(GPUBuilder, name, None)
         if operation is not None:
-            setattr(GPUBuilder, name, _refusing_fp8(name, operation, _binary_ufunc(operation)))
+            setattr(GPUBuilder, name, _refusing_fp8(name, operation, compat.binary_ufunc(operation)))
     if not hasattr(base, "get_bf16"):  # a bf16 constant, rounded to bf16 first as compiled rounds it
         def get_bf16(self, value):
             return self.create_fp_trunc(self.get_fp32(value), tl.bfloat16)
@@ -232,44 +233,13 @@ _FLOAT_OPERATIONS = (
     *(f"create_fcmp{p}" for p in ("OLT", "OGT", "OLE", "OGE", "OEQ", "ONE", "ULT", "UGT", "ULE", "UGE", "UEQ", "UNE")))
 
 
-def _binary_ufunc(method):
-    """The NumPy ufunc ``method`` (a builder method) hands to ``self.binary_op``, where that is all
-    it does (``lambda self, lhs, rhs: self.binary_op(lhs, rhs, np.add)`` on 3.0-3.9), else None.
-    Probed by calling it on a recorder."""
-
-    class Recorder:
-        def binary_op(self, lhs, rhs, op):
-            return ("binary_op", lhs, rhs, op)
-
-    lhs, rhs = object(), object()
-    try:
-        found = method(Recorder(), lhs, rhs)
-    except Exception:
-        return None
-    if type(found) is tuple and found[:3] == ("binary_op", lhs, rhs) and isinstance(found[3], np.ufunc):
-        return found[3]
-    return None
-
-
-#: What the interpreter's masked load and store name where each is a straight call of the native
-#: load or store (3.0-3.9): then kwshim's own does the same call, in place of calling it.
-_NATIVE_LOAD = frozenset({"get_element_ty", "_get_np_dtype", "TensorHandle", "np", "zeros_like", "data",
-                          "_interpreter", "load"})
-_NATIVE_STORE = frozenset({"_interpreter", "store", "data"})
-
-
-def _is_native_one_liner(method, names) -> bool:
-    code = getattr(method, "__code__", None)
-    return code is not None and frozenset(code.co_names) == names
-
-
 _WORDS = {"fadd": "add", "fsub": "sub", "fmul": "mul", "fdiv": "div", "frem": "mod", "precise_divf": "div",
           "minimumf": "minimum", "maximumf": "maximum", "minnumf": "minimum", "maxnumf": "maximum", "fma": "fma"}
 
 
 def _refusing_fp8(name, operation, ufunc=None):
     """``operation`` (a builder method), refusing fp8 operands as compiled Triton does. Where it
-    is ``self.binary_op(lhs, rhs, ufunc)`` (``_binary_ufunc``), the check calls that itself: one
+    is ``self.binary_op(lhs, rhs, ufunc)`` (``compat.binary_ufunc``), the check calls that itself: one
     frame in place of the interpreter's, so fp32 arithmetic pays for no extra call."""
 
     operation_name = name[len("create_"):]
