@@ -108,13 +108,14 @@ class State:
 
 class Difference(NamedTuple):
     """Where two tensors disagree: how many elements, of how many, the largest absolute
-    difference and the two values there (``want``, ``got``), the first differing index, and
+    difference, the first differing index, the two values where the difference is largest
+    (``want``, ``got``), and
     whether they were compared with tolerances (floating point)."""
 
-    count: int
+    differing: int
     total: int
     largest: float
-    index: tuple
+    first: tuple
     want: Any = None
     got: Any = None
     tolerant: bool = False
@@ -151,10 +152,10 @@ def difference(want, got, settings) -> Optional[Difference]:
 def describe(found: Difference, settings=None) -> str:
     """``difference``'s answer in words; with ``settings``, the tolerances it was compared with and
     how to widen them, where it compared floating point."""
-    text = f"{found.count} of {found.total} elements differ, largest absolute difference {found.largest}"
+    text = f"{found.differing} of {found.total} elements differ, largest absolute difference {found.largest}"
     if found.want is not None:
         text += f" ({found.want!r} against {found.got!r})"
-    text += f", first at index {found.index}"
+    text += f", first at index {found.first}"
     if settings is not None and found.tolerant:
         text += (f"; compared with rtol={settings.rtol}, atol={settings.atol}: if it is rounding (a sum in another "
                  f"order), allow it with --kwshim-atol/--kwshim-rtol (kwshim run --atol/--rtol, activate(atol=...))")

@@ -113,7 +113,7 @@ def _requirements_parse(words):
 
 
 def _run_sh(body):
-    pinned = re.search(r"PYTHONPATH=\$PWD/\.triton/([\w.]+)", body)
+    pinned = re.search(r"PYTHONPATH=(?:\$PWD/)?\.triton/([\w.]+)", body)
     release = pinned.group(1) if pinned else SHELL_TRITON
     if release != _installed_triton():
         pytest.skip(f"the shell blocks run under Triton {release}, in that release's row")
