@@ -9,6 +9,9 @@ probed live) and pytest (kwsafe's result), says which row it is on as it goes, w
 (.matrix/results.json, ignored by git; matrix/results.json with --page), prints a table, and with
 ``--page`` rewrites the table between that page's matrix markers (``make matrix``: the docs site's
 compatibility page). Exit status 1 if any row failed.
+
+The tests marked ``release_independent`` (``tests/conftest.py``: no release changes their outcome) run in the
+first row only, and each row's Triton installs in the background while the row before it runs.
 """
 
 import argparse
@@ -18,6 +21,7 @@ import os
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import xml.etree.ElementTree as ElementTree
 
@@ -34,7 +38,15 @@ WRAPT_1_RELEASES = ["2.2.0", "3.9.0"]
 SWITCH_SUITE = ["tests/test_decorator.py", "tests/test_oracle.py", "tests/test_options.py"]
 
 
+_INSTALLING = threading.Lock()  # one pip at a time: the next row's runs in the background
+
+
 def install(package, version, folder):
+    with _INSTALLING:
+        _install(package, version, folder)
+
+
+def _install(package, version, folder):
     marker = os.path.join(folder, ".installed")
     if os.path.exists(marker):
         return
@@ -44,15 +56,34 @@ def install(package, version, folder):
     open(marker, "w").close()
 
 
-def run_row(release, wrapt_folder=None):
+def run_row(release, wrapt_folder=None, independent=True):
+    """One row under ``release``: the doctor's probes, the suite and the switch suite, the three at
+    once (the doctor and the switch suite are single processes: alone, each left a core idle).
+    ``independent``: the tests marked ``release_independent`` run too (the first row only: no
+    release changes their outcome). ``seconds``: the row's wall time, its Triton installed."""
     triton_folder = os.path.join(ROOT, ".triton", release)
     install("triton", release, triton_folder)
     paths = [p for p in (wrapt_folder, triton_folder) if p]
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(paths), TRITON_INTERPRET="1")
-    doctor = subprocess.run([sys.executable, "-m", "kwshim", "doctor", "--json"], capture_output=True, text=True,
-                            env=env, cwd=ROOT)
+    start = time.perf_counter()
+    with tempfile.TemporaryDirectory() as scratch:
+        junit, switch_junit = os.path.join(scratch, "junit.xml"), os.path.join(scratch, "switch.xml")
+        only = [] if independent else ["-m", "not release_independent"]
+        pipes = dict(stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=ROOT)
+        processes = {
+            "doctor": subprocess.Popen([sys.executable, "-m", "kwshim", "doctor", "--json"], env=env, **pipes),
+            "suite": subprocess.Popen([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-n", "auto",
+                                       *only, f"--junitxml={junit}"], env=env, **pipes),
+            # The contract suite again with no @kwsafe anywhere, under the switch (pytest --kwshim).
+            "switch": subprocess.Popen([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p",
+                                        "no:xdist", "--kwshim", f"--junitxml={switch_junit}", *SWITCH_SUITE],
+                                       env=dict(env, KWSHIM_SUITE_WITHOUT_KWSAFE="1"), **pipes),
+        }
+        outputs = {name: process.communicate() for name, process in processes.items()}
+        seconds = time.perf_counter() - start
+        counts, switch_counts = _junit_counts(junit), _junit_counts(switch_junit)
     try:
-        report = json.loads(doctor.stdout)
+        report = json.loads(outputs["doctor"][0])
     except ValueError:
         report = {}
     probes = report.get("probes", {})
@@ -62,26 +93,11 @@ def run_row(release, wrapt_folder=None):
         if result and not result["ok"]:
             causes = result.get("causes") or []
             bugs.append(f"{label} ({', '.join(causes)})" if causes else label)
-    with tempfile.TemporaryDirectory() as scratch:
-        junit = os.path.join(scratch, "junit.xml")
-        start = time.perf_counter()
-        done = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-n", "auto",
-                               f"--junitxml={junit}"], capture_output=True, text=True, env=env, cwd=ROOT)
-        seconds = time.perf_counter() - start
-        counts = _junit_counts(junit)
-        # The contract suite again with no @kwsafe anywhere, under the switch (pytest --kwshim).
-        switch_junit = os.path.join(scratch, "switch.xml")
-        # one process: three short files, where two workers' start-up (torch and Triton imported in each) costs more
-        switched = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "no:xdist",
-                                   "--kwshim", f"--junitxml={switch_junit}", *SWITCH_SUITE],
-                                  capture_output=True, text=True, env=dict(env, KWSHIM_SUITE_WITHOUT_KWSAFE="1"),
-                                  cwd=ROOT)
-        seconds = time.perf_counter() - start
-        switch_counts = _junit_counts(switch_junit)
-    failed = done.returncode != 0 or switched.returncode != 0
-    tail = done.stdout.strip().splitlines()[-1] if done.stdout.strip() else done.stderr.strip()[-300:]
-    if switched.returncode != 0:
-        tail += " | switch run: " + (switched.stdout.strip().splitlines() or [switched.stderr[-300:]])[-1]
+    (out, err), (switch_out, switch_err) = outputs["suite"], outputs["switch"]
+    failed = processes["suite"].returncode != 0 or processes["switch"].returncode != 0
+    tail = out.strip().splitlines()[-1] if out.strip() else err.strip()[-300:]
+    if processes["switch"].returncode != 0:
+        tail += " | switch run: " + (switch_out.strip().splitlines() or [switch_err[-300:]])[-1]
     return {
         "triton": release,
         "wrapt": report.get("wrapt") or "?",
@@ -109,7 +125,8 @@ def _junit_counts(path):
 
 def table(results):
     lines = [
-        f"{evidence.stamp('make matrix')} {len(results['rows'])} rows in {results['wall_seconds'] / 60:.1f} min "
+        f"Measured by `make matrix` on {results['date']}, on {results.get('machine') or 'a 2-core machine'}. "
+        f"{len(results['rows'])} rows in {results['wall_seconds'] / 60:.1f} min "
         f"(the tests' own time per row below); torch {results['torch']}, numpy {results['numpy']}, CPU interpreter.",
         "",
         "| Triton | wrapt | bug in the bare interpreter (probed live) | kwsafe: test suite | switch, no @kwsafe: "
@@ -133,7 +150,16 @@ def main():
     parser.add_argument("--results", help="write the results as JSON here (default: matrix/results.json with "
                                           "--page, else .matrix/results.json, which git ignores)")
     parser.add_argument("--page", help="rewrite this page's matrix table from the results")
+    parser.add_argument("--from-results", metavar="JSON",
+                        help="run nothing: tabulate these results (with --page: the page from a run already made)")
     options = parser.parse_args()
+    if options.from_results:
+        with open(options.from_results) as handle:
+            results = json.load(handle)
+        print(table(results))
+        if options.page:
+            evidence.rewrite(options.page, "matrix", table(results))
+        return 0
     start = time.perf_counter()
     rows = []
     plan = [(release, None) for release in options.releases]
@@ -145,18 +171,23 @@ def main():
     print(f"kwshim test matrix: {len(plan)} rows (each Triton release installed into .triton/<release> on first "
           f"use, 0.4-1 GB each; about 25 min on 2 cores)", flush=True)
     for number, (release, wrapt_folder) in enumerate(plan, 1):
+        if number < len(plan):  # the next row's Triton installs while this row's tests run
+            upcoming = plan[number][0]
+            threading.Thread(target=install, args=("triton", upcoming, os.path.join(ROOT, ".triton", upcoming)),
+                             daemon=True).start()
         print(f"[{number}/{len(plan)}] Triton {release}{' with wrapt ' + WRAPT_1 if wrapt_folder else ''}: "
               f"installing if needed, then the suite and the switch suite...", flush=True)
         if wrapt_folder:
             install("wrapt", WRAPT_1, wrapt_folder)
-        row = run_row(release, wrapt_folder)
+        row = run_row(release, wrapt_folder, independent=number == 1)
         rows.append(row)
         print(f"Triton {row['triton']:6} wrapt {row['wrapt']:7} {'ok    ' if row['ok'] else 'FAILED'} "
               f"{row['seconds']:6.1f} s  {row['summary']}", flush=True)
     import numpy
     import torch
 
-    results = {"date": datetime.date.today().isoformat(), "wall_seconds": round(time.perf_counter() - start, 1),
+    results = {"date": datetime.date.today().isoformat(), "machine": evidence.machine(),
+               "wall_seconds": round(time.perf_counter() - start, 1),
                "torch": torch.__version__, "numpy": numpy.__version__, "rows": rows}
     os.makedirs(os.path.dirname(options.results), exist_ok=True)
     with open(options.results, "w") as handle:

@@ -16,7 +16,60 @@ def out():
     return torch.zeros(1, dtype=torch.int32)
 
 
+#: Tests whose outcome no Triton release changes: they import no Triton (static checks, the settings,
+#: packaging without Triton, type checks, the docs' own structure), or their subject is kwshim's own
+#: door (how ``kwshim run`` and the pytest plugin read their arguments, settings and environment)
+#: and the switch's start under each release is the switch suite's and ``test_switch``'s, which run
+#: in every row. Marked ``release_independent``: the matrix runs them once, in its first row, and
+#: not again under each release (``measure/matrix.py``). A plain ``pytest`` runs them with the rest.
+RELEASE_INDEPENDENT = (
+    "tests/test_architecture.py::",
+    "tests/test_settings.py::",
+    "tests/test_typing.py::",
+    "tests/test_check.py::",
+    "tests/test_cli.py::test_check_",
+    "tests/test_cli.py::test_usage_errors_exit_2",
+    "tests/test_cli.py::test_python_dash_m_kwshim",
+    "tests/test_cli.py::test_doctor_without_triton_reports_broken",
+    "tests/test_cli.py::test_version_and_check_help_list_the_codes_and_exit_statuses",
+    "tests/test_packaging.py::test_sdist_and_wheel_pass_twine_check",
+    "tests/test_packaging.py::test_the_sdist_carries_the_tests_docs_and_examples",
+    "tests/test_packaging.py::test_the_wheel_carries_py_typed_and_the_license",
+    "tests/test_packaging.py::test_the_wheel_with_its_declared_dependencies_alone_checks_and_lints",
+    "tests/test_docs.py::test_the_readme_is_short",
+    "tests/test_docs.py::test_the_settings_tables",
+    "tests/test_docs.py::test_every_exception",
+    "tests/test_docs.py::test_the_site_builds",
+    "tests/test_docs.py::test_the_shell_runner",
+    "tests/test_pytest_plugin.py::test_pytest_plugin_is_inert_unless_asked",
+    "tests/test_pytest_plugin.py::test_a_marker_sets_one_tests_policy_under_the_plugin",
+    "tests/test_pytest_plugin.py::test_a_kwshim_option_without_kwshim_is_a_usage_error",
+    "tests/test_pytest_plugin.py::test_a_bad_kwshim_variable_fails_the_switch_in_one_line_and_nothing_else",
+    "tests/test_pytest_plugin.py::test_the_header_names_every_setting_in_force",
+    "tests/test_pytest_plugin.py::test_the_plugin_names_a_missing_triton_as_a_usage_error",
+    "tests/test_runner.py::test_kwshim_run_module",
+    "tests/test_runner.py::test_kwshim_run_reports_the_targets_exception_with_status_1",
+    "tests/test_runner.py::test_kwshim_run_passes_verify_tolerances_to_the_switch",
+    "tests/test_runner.py::test_kwshim_run_refuses_a_negative_tolerance_with_status_2",
+    "tests/test_runner.py::test_kwshim_run_passes_everything_after_the_script_verbatim_as_python_does",
+    "tests/test_runner.py::test_kwshim_run_names_a_missing_target_in_one_line_with_status_2",
+    "tests/test_runner.py::test_kwshim_run_finds_a_module_and_a_directory_where_python_does",
+    "tests/test_runner.py::test_kwshim_run_help_explains_the_policies_and_triton_interpret",
+    "tests/test_runner.py::test_kwshim_run_without_triton_says_so_in_one_line_with_status_2",
+)
+#: ...but for these, which read the installed Triton.
+_RELEASE_DEPENDENT = ("tests/test_check.py::test_the_static_reserved_names_cover_the_installed_releases",)
+
+
+def pytest_configure(config):
+    config.addinivalue_line("markers", "release_independent: no Triton release changes its outcome; the matrix "
+                                       "runs it once")
+
+
 def pytest_collection_modifyitems(config, items):
+    for item in items:
+        if item.nodeid.startswith(RELEASE_INDEPENDENT) and not item.nodeid.startswith(_RELEASE_DEPENDENT):
+            item.add_marker(pytest.mark.release_independent)
     if os.environ.get("KWSHIM_SUITE_WITHOUT_KWSAFE") != "1":
         return
     skip = pytest.mark.skip(reason="about the KwsafeKernel object; this run has no @kwsafe (the switch binds)")
