@@ -53,6 +53,15 @@ def test_stores_work_and_render(report):
     assert text.endswith("environment: usable")
 
 
+def test_the_doctor_names_the_engine_computing_the_gpu_s_arithmetic(report):
+    from kwshim.interpreter import compiled
+
+    line = next(line for line in render(report).splitlines() if line.startswith("arithmetic "))
+    assert report["arithmetic"] == compiled.engine()
+    assert ("compiled by numba" in line) is (compiled.engine() == "numba")
+    assert ("pip install 'kwshim[fast]'" in line) is (compiled.engine() == "numpy")
+
+
 @triton.jit
 def _bf16_sum(x_ptr, y_ptr, out_ptr):
     offsets = tl.arange(0, 4)

@@ -79,7 +79,8 @@ def _builder_class(interpreter):
 def _cpu_sort(original):
     """``tl.sort`` on the interpreter's tensors with NumPy (a stable sort of the minor dimension,
     as the bitonic network orders values); 3.0's interpreter cannot run the network on 1-D
-    blocks (``operands could not be broadcast together``). bf16, kept as its bits, goes to Triton's own."""
+    blocks (``operands could not be broadcast together``), nor bf16, which it keeps as its bits
+    (``Cannot bitcast``): those are sorted by the fp32 value they stand for."""
 
     def sort(x, dim=None, descending=0, **kwargs):
         import triton.language as tl
@@ -88,10 +89,15 @@ def _cpu_sort(original):
         dim = dim.value if isinstance(dim, tl.constexpr) else dim
         descending = descending.value if isinstance(descending, tl.constexpr) else descending
         data = getattr(getattr(x, "handle", None), "data", None)
-        if data is None or kwargs or x.dtype == tl.bfloat16:
+        if data is None or kwargs:
             return original(x, dim, descending, **kwargs)
-        axis = len(x.shape) - 1 if dim is None else dim
-        result = np.sort(data, axis=axis, kind="stable")
+        # counted from the end: a batch of programs puts its program axis first (``program_axis``)
+        axis = -1 if dim is None else (dim - len(x.shape) if dim >= 0 else dim)
+        if x.dtype == tl.bfloat16 and data.dtype.kind in "iu":
+            value = (data.astype(np.uint32) << 16).view(np.float32)  # bf16 is the top half of an fp32
+            result = np.take_along_axis(data, np.argsort(value, axis=axis, kind="stable"), axis=axis)
+        else:
+            result = np.sort(data, axis=axis, kind="stable")
         if descending:
             result = np.flip(result, axis=axis)
         return tl.tensor(TensorHandle(np.ascontiguousarray(result), x.handle.dtype), x.type)

@@ -12,15 +12,34 @@ odd with two bits more than the target rounds to nearest correctly. So:
   ``_doubtful``) is the sum redone, rounded to odd: almost everywhere the fma costs one fp64 add;
 - fp64: the product is split exactly into high + low (Dekker), ``c + high`` is added exactly
   into t + u, ``u + low`` is rounded to odd and added to t, rounded to nearest (their algorithm 5).
+
+Where numba is installed, fp32 and fp64 blocks of ``compiled.COMPILED_FROM`` elements or more go
+to the CPU's own fused multiply-add instead (``compiled``): the same bits, 10-40 times faster.
 """
 
 import numpy as np
 
-__all__ = ["fma"]
+from . import compiled
+
+__all__ = ["fma", "numpy_fma"]
 
 
 def fma(a, b, c):
     """``a * b + c`` with one rounding, in the arrays' (common) type; inf and NaN as IEEE's fma."""
+    dtype = np.result_type(a, b, c)
+    if dtype in _COMPILED_TYPES and max(np.size(a), np.size(b), np.size(c)) >= compiled.COMPILED_FROM:
+        fused = compiled.fma_ufunc()
+        if fused is not None:
+            with np.errstate(all="ignore"):  # inf * 0 is NaN, as IEEE's
+                return fused(np.asarray(a, dtype), np.asarray(b, dtype), np.asarray(c, dtype))
+    return numpy_fma(a, b, c)
+
+
+_COMPILED_TYPES = (np.dtype(np.float32), np.dtype(np.float64))
+
+
+def numpy_fma(a, b, c):
+    """``fma`` in NumPy alone (what runs without numba, and for small blocks)."""
     dtype = np.result_type(a, b, c)
     if dtype == np.float64:
         return _fma64(np.asarray(a, np.float64), np.asarray(b, np.float64), np.asarray(c, np.float64))

@@ -19,6 +19,9 @@ Sums and prefix sums are the front end's: it promotes bf16 ``tl.cumsum`` to fp32
 order of its lanes (a butterfly or a Hillis-Steele scan over each warp's 32 elements, then the
 warps: the table's fp16 rows, the same in that order); kwshim adds in NumPy's. Not modelled.
 
+Where numba is installed, the fused multiply-add, ``tl.exp`` and ``tl.exp2`` of large blocks run as
+compiled loops (``compiled``), with the NumPy code's bits.
+
 ``ieee`` numerics leave all of this out (``gpu_builder`` alone). libdevice reads the class's
 ``kwshim_gpu_arithmetic`` to read fp32 subnormal arguments as zeros, as the GPU's libdevice does.
 """
@@ -29,9 +32,11 @@ import sys
 
 import numpy as np
 
+from . import compiled
 from .fma import fma
 
-__all__ = ["arithmetic_class", "requested_fusion", "fusion_enabled", "flushed", "subnormal"]
+__all__ = ["arithmetic_class", "requested_fusion", "fusion_enabled", "flushed", "subnormal", "exp_approximation",
+           "flushing_approximation"]
 
 _INTERPRETER = "triton.runtime.interpreter"
 
@@ -117,22 +122,38 @@ def _fma_chain_dot(a, b, d, accumulator):
     return result
 
 
-#: builder method: (the exact function, whether subnormal results are zero too): the ``.ftz``
-#: approximations (``ex2``, ``sqrt``, ``sin``, ``cos``) read subnormal inputs as zeros; ``tl.sqrt_rn``
-#: is the exact square root.
-_FLUSHING_APPROXIMATIONS = {"create_exp2": (np.exp2, True), "create_sqrt": (np.sqrt, True),
-                            "create_sin": (np.sin, False), "create_cos": (np.cos, False)}
+#: builder method: (the exact function, whether subnormal results are zero too, the ``compiled``
+#: function making its compiled form, or None): the ``.ftz`` approximations (``ex2``, ``sqrt``,
+#: ``sin``, ``cos``) read subnormal inputs as zeros; ``tl.sqrt_rn`` is the exact square root.
+_FLUSHING_APPROXIMATIONS = {"create_exp2": (np.exp2, True, "exp2_ufunc"), "create_sqrt": (np.sqrt, True, None),
+                            "create_sin": (np.sin, False, None), "create_cos": (np.cos, False, None)}
 
 
-def _flushing_approximation(original, function, flush_result, TensorHandle):
+def exp_approximation(data):
+    """fp32 ``tl.exp`` in NumPy: ``ex2.approx`` of ``x * log2(e)``, the product rounded to fp32
+    (``compiled.exp_ufunc`` computes the same bits)."""
+    power = (data * _LOG2_E).astype(np.float32)
+    return np.exp2(power.astype(np.float64)).astype(np.float32)
+
+
+def flushing_approximation(function, flush_result, data):
+    """fp32 ``function`` of ``data`` as its ``.ftz`` approximation, in NumPy: rounded exactly from
+    fp64, subnormal inputs (and results, where ``flush_result``) zeros of their sign."""
+    result = function(flushed(data).astype(np.float64)).astype(np.float32)
+    return flushed(result) if flush_result else result
+
+
+def _flushing_approximation(original, function, flush_result, compiled_form, TensorHandle):
     """A builder method computing fp32 ``function`` as its ``.ftz`` approximation (rounded exactly
     from fp64), and other types as ``original`` does."""
     def method(self, arg):
         if arg.data.dtype != np.float32:
             return original(self, arg)
-        with np.errstate(over="ignore", invalid="ignore"):
-            result = function(flushed(arg.data).astype(np.float64)).astype(np.float32)
-        return TensorHandle(flushed(result) if flush_result else result, arg.dtype.scalar)
+        fast = getattr(compiled, compiled_form)() \
+            if compiled_form is not None and arg.data.size >= compiled.COMPILED_FROM else None
+        with np.errstate(over="ignore", invalid="ignore"):  # a compiled form: the same bits, in one pass
+            result = flushing_approximation(function, flush_result, arg.data) if fast is None else fast(arg.data)
+        return TensorHandle(result, arg.dtype.scalar)
 
     method.__name__ = original.__name__
     return method
@@ -194,9 +215,9 @@ def arithmetic_class(base):
         def create_exp(self, arg):  # ex2.approx of x * log2(e), the product rounded to fp32 first
             if arg.data.dtype != np.float32:
                 return base.create_exp(self, arg)
+            exp = compiled.exp_ufunc() if arg.data.size >= compiled.COMPILED_FROM else None
             with np.errstate(over="ignore", invalid="ignore"):
-                power = (arg.data * _LOG2_E).astype(np.float32)
-                return TensorHandle(np.exp2(power.astype(np.float64)).astype(np.float32), arg.dtype.scalar)
+                return TensorHandle(exp_approximation(arg.data) if exp is None else exp(arg.data), arg.dtype.scalar)
 
         def create_erf(self, arg):  # the GPU's erf flushes subnormal results to zero
             result = base.create_erf(self, arg)
@@ -204,8 +225,9 @@ def arithmetic_class(base):
                 result = TensorHandle(flushed(result.data), arg.dtype.scalar)
             return result
 
-    for name, (function, flush_result) in _FLUSHING_APPROXIMATIONS.items():
-        setattr(GPUArithmetic, name, _flushing_approximation(getattr(base, name), function, flush_result, TensorHandle))
+    for name, (function, flush_result, compiled_form) in _FLUSHING_APPROXIMATIONS.items():
+        setattr(GPUArithmetic, name,
+                _flushing_approximation(getattr(base, name), function, flush_result, compiled_form, TensorHandle))
     GPUArithmetic.__name__ = GPUArithmetic.__qualname__ = base.__name__
     GPUArithmetic.__module__ = __name__
     return GPUArithmetic

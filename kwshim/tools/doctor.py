@@ -28,6 +28,7 @@ def diagnose(progress=None):
         "torch": _version("torch"),
         "numpy": _version("numpy"),
         "wrapt": _version("wrapt"),
+        "arithmetic": arithmetic_engine(),
         "interpreter_mode": {"on": None, "TRITON_INTERPRET": os.environ.get("TRITON_INTERPRET") or None,
                              "detail": "not probed"},
         "probes": {},
@@ -148,6 +149,16 @@ def _version(module):
         return None
 
 
+def arithmetic_engine():
+    """Which code computes the GPU's fused multiply-add and ``ex2.approx`` on large blocks:
+    ``"numba"`` (compiled loops, ``kwshim[fast]``), ``"numpy"``, or None without NumPy."""
+    try:
+        from ..interpreter import compiled
+    except ImportError:
+        return None
+    return compiled.engine()
+
+
 def interpreter_mode():
     """What the installed Triton does with this environment: probed by making a kernel."""
     value = os.environ.get("TRITON_INTERPRET", "")
@@ -166,6 +177,7 @@ def render(report):
         f"torch       {report['torch'] or 'not installed'}",
         f"numpy       {report['numpy'] or 'not installed'}",
         f"wrapt       {report['wrapt'] or 'not installed'}",
+        _arithmetic_line(report.get("arithmetic")),
         _mode_line(report["interpreter_mode"]),
     ]
     if report["probes"]:
@@ -197,6 +209,15 @@ def render(report):
     else:
         lines.append("environment: usable")
     return "\n".join(lines)
+
+
+def _arithmetic_line(engine):
+    if engine == "numba":
+        return (f"arithmetic  compiled by numba {_version('numba')}: the fused multiply-add, tl.exp and "
+                f"tl.exp2 of large blocks (kwshim[fast])")
+    if engine == "numpy":
+        return "arithmetic  NumPy (pip install 'kwshim[fast]' compiles the fused multiply-add and tl.exp: the same bits)"
+    return "arithmetic  none (NumPy is not installed)"
 
 
 def _mode_line(mode):

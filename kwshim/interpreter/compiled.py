@@ -1,0 +1,110 @@
+"""The GPU's hottest arithmetic as compiled loops, where numba is installed (``pip install 'kwshim[fast]'``).
+
+NumPy has no fused multiply-add, so ``fma`` computes one rounding from fp64 with a check for the
+midpoints where two roundings differ: 40-70 times a plain ``x * y + z``. The CPU has one: LLVM's
+``llvm.fma`` is IEEE's fused multiply-add (the ``vfmadd`` instruction, or the C library's
+``fma``/``fmaf`` where the CPU has none), the same function as the GPU's ``fma.rn``. The
+``ex2.approx`` model (``tl.exp``: ``x * log2(e)`` rounded to fp32, then ``exp2`` in fp64) is a
+chain of NumPy passes with a temporary each; one compiled loop makes none.
+
+Why numba: it installs as a wheel on Linux, macOS and Windows for every CPython kwshim supports
+(3.9 through 3.13), with no compiler on the user's machine; its ``vectorize`` makes NumPy ufuncs, so
+broadcasting (the program axis) and strides stay NumPy's. numexpr installs as easily but has no
+fused multiply-add and no control of rounding; a C extension would need a compiler. Each ufunc
+compiles on first use (under a second) and is cached on disk (numba's ``cache=True``).
+
+Without numba, the NumPy code is what runs, and it gives the same bits: ``tests/test_compiled.py``
+compares the two on millions of random and tie-heavy operands.
+"""
+
+import functools
+
+import numpy as np
+
+__all__ = ["COMPILED_FROM", "engine", "fma_ufunc", "exp_ufunc", "exp2_ufunc"]
+
+#: The fewest elements worth a compiled loop: below, NumPy's code runs (the same bits), so that a
+#: process of small launches never pays numba's start (about a second: its import, its compiler).
+COMPILED_FROM = 2 ** 15
+
+_LOG2_E = 1.4426950408889634  #: log2(e), as compiled Triton's ``tl.exp`` multiplies by it (rounded to fp32)
+_SMALLEST_NORMAL = 2.0 ** -126
+
+
+@functools.lru_cache(maxsize=None)
+def engine() -> str:
+    """``"numba"`` where numba imports (the compiled loops run), else ``"numpy"``."""
+    try:
+        import numba  # noqa: F401
+    except Exception:  # not installed, or broken against the installed NumPy: the NumPy code runs
+        return "numpy"
+    return "numba"
+
+
+@functools.lru_cache(maxsize=None)
+def _fused():
+    """numba's ``llvm.fma`` intrinsic: ``a * b + c`` rounded once, in the operands' type."""
+    from numba.extending import intrinsic
+
+    @intrinsic
+    def fused(typingctx, a, b, c):
+        def codegen(context, builder, signature, args):
+            return builder.fma(*args)
+        return a(a, b, c), codegen
+
+    return fused
+
+
+@functools.lru_cache(maxsize=None)
+def fma_ufunc():
+    """A ufunc computing ``a * b + c`` rounded once for fp32 and fp64 operands, or None without numba."""
+    if engine() != "numba":
+        return None
+    from numba import vectorize
+
+    fused = _fused()
+
+    @vectorize(["float32(float32, float32, float32)", "float64(float64, float64, float64)"], cache=True)
+    def fma(a, b, c):
+        return fused(a, b, c)
+
+    return fma
+
+
+@functools.lru_cache(maxsize=None)
+def exp_ufunc():
+    """A ufunc computing fp32 ``tl.exp`` as the GPU's ``ex2.approx`` of ``x * log2(e)``, or None."""
+    if engine() != "numba":
+        return None
+    from numba import vectorize
+
+    log2_e = np.float32(_LOG2_E)
+
+    @vectorize(["float32(float32)"], cache=True)
+    def exp(x):
+        return np.float32(np.exp2(np.float64(x * log2_e)))
+
+    return exp
+
+
+@functools.lru_cache(maxsize=None)
+def exp2_ufunc():
+    """A ufunc computing fp32 ``tl.exp2`` as the GPU's ``ex2.approx.ftz``: subnormal inputs and
+    results are zeros of their sign, or None without numba."""
+    if engine() != "numba":
+        return None
+    from numba import vectorize
+
+    smallest = np.float32(_SMALLEST_NORMAL)
+    zero = np.float32(0)
+
+    @vectorize(["float32(float32)"], cache=True)
+    def exp2(x):
+        if abs(x) < smallest:
+            x = np.copysign(zero, x)
+        result = np.float32(np.exp2(np.float64(x)))
+        if abs(result) < smallest:
+            result = np.copysign(zero, result)
+        return result
+
+    return exp2

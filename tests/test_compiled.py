@@ -1,0 +1,121 @@
+"""``interpreter/compiled``: the compiled fused multiply-add, ``tl.exp`` and ``tl.exp2`` give the NumPy
+code's bits, on millions of random and tie-heavy operands and on the edges, and a kernel stores the
+same bits with and without them."""
+
+import pytest
+import torch
+import triton
+import triton.language as tl
+
+import kwshim
+
+np = pytest.importorskip("numpy")
+
+from kwshim.interpreter import compiled  # noqa: E402
+from kwshim.interpreter.fma import numpy_fma  # noqa: E402
+
+numba_installed = pytest.mark.skipif(compiled.engine() != "numba", reason="numba is not installed (kwshim[fast])")
+
+
+def test_the_engine_is_numba_exactly_where_numba_imports():
+    try:
+        import numba  # noqa: F401
+        importable = True
+    except Exception:
+        importable = False
+    assert compiled.engine() == ("numba" if importable else "numpy")
+    if not importable:
+        assert compiled.fma_ufunc() is None and compiled.exp_ufunc() is None and compiled.exp2_ufunc() is None
+
+
+def _bits(array):
+    return np.ascontiguousarray(array).view(np.uint32 if array.dtype == np.float32 else np.uint64)
+
+
+def _assert_same_bits(compiled_result, numpy_result):
+    assert compiled_result.dtype == numpy_result.dtype
+    differ = np.flatnonzero(_bits(compiled_result) != _bits(numpy_result))
+    assert differ.size == 0, f"{differ.size} differ, first at {differ[:5]}"
+
+
+def _random_floats(rng, dtype, count, spread):
+    return (rng.standard_normal(count) * np.exp2(rng.integers(-spread, spread, count))).astype(dtype)
+
+
+def _tie_heavy(rng, dtype, count):
+    """Operands whose exact ``a * b + c`` often lies on, or next to, a midpoint of the type: short
+    significands, so the product has a few bits more than the type holds, and ``c`` cancelling it."""
+    digits = 24 if dtype == np.float32 else 53
+    short = digits // 2 + 1
+    a = (1 + rng.integers(0, 2 ** short, count) / 2.0 ** short) * np.exp2(rng.integers(-20, 20, count))
+    b = (1 + rng.integers(0, 2 ** short, count) / 2.0 ** short) * np.exp2(rng.integers(-20, 20, count))
+    a, b = a.astype(dtype), b.astype(dtype)
+    product = a.astype(np.longdouble) * b.astype(np.longdouble)
+    c = np.where(rng.random(count) < 0.5, -product, product * np.exp2(-digits - rng.integers(0, 3, count)))
+    c = c.astype(dtype) * np.where(rng.random(count) < 0.5, 1, -1).astype(dtype)
+    return a, b, c
+
+
+#: fp32's edges (a tuple: Triton 3.0's interpreter cannot launch a kernel whose module holds an array)
+EDGES = (0.0, -0.0, float("inf"), -float("inf"), float("nan"), 1e-45, -1e-45, 1.1754942e-38, 1.1754944e-38,
+         3.4028235e38, -3.4028235e38, 1.0, -1.0, 2.0 ** -126, 2.0 ** 127)
+
+
+@numba_installed
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_the_compiled_fma_rounds_as_the_numpy_fma(dtype):
+    rng = np.random.default_rng(7)
+    fused = compiled.fma_ufunc()
+    a, b, c = (_random_floats(rng, dtype, 2_000_000, 40 if dtype == np.float32 else 300) for _ in range(3))
+    _assert_same_bits(fused(a, b, c), numpy_fma(a, b, c))
+    a, b, c = _tie_heavy(rng, dtype, 1_000_000)
+    _assert_same_bits(fused(a, b, c), numpy_fma(a, b, c))
+    edges = np.array(EDGES, dtype=np.float32).astype(dtype)
+    a, b, c = (grid.reshape(-1) for grid in np.meshgrid(edges, edges, edges))
+    with np.errstate(all="ignore"):
+        _assert_same_bits(fused(a, b, c), numpy_fma(a, b, c))
+
+
+@numba_installed
+def test_the_compiled_exp_and_exp2_compute_the_numpy_models_bits():
+    from kwshim.interpreter.gpu_arithmetic import exp_approximation, flushing_approximation
+
+    rng = np.random.default_rng(11)
+    every_pattern_kind = rng.integers(0, 2 ** 32, 4_000_000, dtype=np.uint64).astype(np.uint32).view(np.float32)
+    in_range = (rng.random(4_000_000) * 300 - 160).astype(np.float32)  # where exp and exp2 are neither 0 nor inf
+    for x in (every_pattern_kind, in_range, np.array(EDGES, dtype=np.float32)):
+        with np.errstate(all="ignore"):
+            _assert_same_bits(compiled.exp_ufunc()(x), exp_approximation(x))
+            _assert_same_bits(compiled.exp2_ufunc()(x), flushing_approximation(np.exp2, True, x))
+
+
+@triton.jit
+def fused_exp(x_ptr, y_ptr, out_ptr, N: tl.constexpr):
+    offsets = tl.program_id(0) * N + tl.arange(0, N)
+    x, y = tl.load(x_ptr + offsets), tl.load(y_ptr + offsets)
+    tl.store(out_ptr + offsets, x * y + tl.exp(x) + tl.exp2(y * 3.0))
+
+
+@numba_installed
+def test_a_large_launch_stores_the_same_bits_compiled_and_in_numpy(monkeypatch):
+    """A batched launch over 2**16 elements takes the compiled loops; without them, NumPy's code."""
+    torch.manual_seed(0)
+    x, y = torch.randn(64, 1024) * 30, torch.randn(64, 1024) * 40
+    results, used = [], []
+
+    def counted(make):
+        def counting(*args):
+            used.append(make.__name__)
+            return make()(*args)
+        return lambda: counting
+
+    for engine in ("numba", "numpy"):
+        for name in ("fma_ufunc", "exp_ufunc", "exp2_ufunc"):
+            monkeypatch.setattr(compiled, name, counted(getattr(compiled, name)) if engine == "numba" else lambda: None)
+        out = torch.empty(64, 1024)
+        with kwshim.activate(grid="batched"):
+            fused_exp[(64,)](x, y, out, N=1024)
+        results.append(out)
+        if engine == "numba":
+            assert sorted(set(used)) == ["exp2_ufunc", "exp_ufunc", "fma_ufunc"]
+    assert torch.equal(results[0].view(torch.int32), results[1].view(torch.int32))
