@@ -13,7 +13,7 @@ import ctypes
 
 import numpy as np
 
-__all__ = ["gather", "scatter"]
+__all__ = ["gather", "scatter", "read_rows", "write_rows"]
 
 
 def _view(addresses, dtype, rising=None):
@@ -65,4 +65,34 @@ def scatter(addresses, values, rising=None):
     if not rising and np.unique(indices).size != indices.size:
         return False
     memory[indices] = values
+    return True
+
+
+def _rows(starts, row_bytes, writing):
+    """A uint8 view, (programs, ``row_bytes``), of the rows of bytes at ``starts`` (int64 addresses,
+    one per program) where they are equally spaced, rising (and, for ``writing``, apart); else None."""
+    spacing = row_bytes
+    if starts.size > 1:
+        spacing = int(starts[1] - starts[0])
+        if spacing < (row_bytes if writing else 0) or (starts[2:] - starts[1:-1] != spacing).any():
+            return None
+    span = (ctypes.c_char * ((starts.size - 1) * spacing + row_bytes)).from_address(int(starts[0]))
+    return np.lib.stride_tricks.as_strided(np.frombuffer(span, np.uint8), (starts.size, row_bytes), (spacing, 1))
+
+
+def read_rows(starts, length, dtype):
+    """(programs, ``length``) values of ``dtype``, each row read from its start, or None where the rows
+    are not equally spaced: one strided copy, the bytes the native loop reads."""
+    view = _rows(starts, length * dtype.itemsize, writing=False)
+    return None if view is None else view.copy().view(dtype)
+
+
+def write_rows(starts, values):
+    """Write each row of ``values`` (programs, length) from its start; False (nothing written) where
+    the rows are not equally spaced and apart: one strided copy."""
+    values = np.ascontiguousarray(values)
+    view = _rows(starts, values.shape[1] * values.dtype.itemsize, writing=True)
+    if view is None:
+        return False
+    view[...] = values.view(np.uint8).reshape(view.shape)
     return True

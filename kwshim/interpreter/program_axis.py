@@ -34,7 +34,7 @@ import sys
 
 import numpy as np
 
-from . import batching_rules, memory
+from . import batching_rules, memory, rows
 
 __all__ = ["Fallback", "Diverged", "ProgramAxisOperations", "batched_builder_class", "reduce_scan_entries",
            "tensor_entries"]
@@ -133,6 +133,9 @@ class ProgramAxisOperations:
 
     def create_addptr(self, ptr, offset):  # the interpreter's, in two passes over the block instead of three
         width = max(1, ptr.get_element_ty().primitive_bitwidth // 8)  # int1: a byte
+        starts = rows.row_starts(ptr.data, offset.data, width)
+        if starts is not None:  # each program's row from its own start: kept as the starts
+            return rows.pointers_class(_interpreter().TensorHandle)(starts, offset.data.shape[1], width, ptr.dtype)
         steps = np.multiply(offset.data, width, dtype=np.int64)
         bases = ptr.data.view(np.int64)
         TensorHandle = _interpreter().TensorHandle
@@ -176,15 +179,18 @@ class ProgramAxisOperations:
     def create_masked_load(self, ptrs, mask, other, *args, **kwargs):
         interpreter = _interpreter()
         TensorHandle = interpreter.TensorHandle
+        loaded = rows.load(self.kwshim_batch.log, ptrs, mask, other, _GATHER_FROM)
+        if loaded is not None:
+            return loaded
         if other is None:
             ptr_data, mask_data = _common(ptrs.data, mask.data)
         else:
             ptr_data, mask_data, other_data = _common(ptrs.data, mask.data, other.data)
         every = mask_data.all()
         addresses = ptr_data.reshape(-1) if every else ptr_data[mask_data]
-        record = self.kwshim_batch.log.load(addresses, mask_data)
         element = ptrs.get_element_ty()
         numpy_type = np.dtype(interpreter._get_np_dtype(element))
+        record = self.kwshim_batch.log.load(addresses, mask_data, max(1, element.primitive_bitwidth // 8))
         loaded = memory.gather(addresses, numpy_type, record.increasing()) \
             if addresses.size >= _GATHER_FROM and numpy_type.kind != "b" else None
         if loaded is None:  # the native loop
@@ -198,6 +204,11 @@ class ProgramAxisOperations:
         return TensorHandle(data, element)
 
     def create_masked_store(self, ptrs, value, mask, *args, **kwargs):
+        length = rows.prefix(ptrs, mask)
+        if length is not None and value.data.ndim == 2:
+            kept = np.ascontiguousarray(value.data[:, :length])  # its bits, as the native store takes them
+            self.kwshim_batch.log.store_rows(ptrs.starts, kept.view(f"uint{kept.dtype.itemsize * 8}"))
+            return
         ptr_data, value_data, mask_data = _common(ptrs.data, value.data, mask.data)
         if mask_data.all():
             addresses, values = ptr_data.reshape(-1), value_data.reshape(-1)

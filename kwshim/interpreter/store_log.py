@@ -7,88 +7,22 @@ order: by program, then by the order the program made them. That is exact for th
 is exact when it reads nothing written in the batch before it, in that order (``conflict``); where
 one does, the batch is not committed and the loop runs its programs instead.
 
-Each record is an executed ``tl.load`` or ``tl.store`` of every program in the batch: the
-addresses of its unmasked elements (programs first, in C order, so the programs are
-non-decreasing), for a store its values' bits, and its step, the count of records before it.
+Each record is an executed ``tl.load`` or ``tl.store`` of every program in the batch
+(``records``). Where every record is rows (``records.Rows``), ``records.rows_conflict`` decides on
+the rows' bytes alone, and each store is one strided copy; otherwise the rules below run on the
+records' addresses.
 """
 
 import numpy as np
 
 from . import memory
+from .records import READ_AFTER_WRITE as _READ_AFTER_WRITE, TWO_SIZES, Record as _Record, Rows as _Rows, \
+    bytes_meet_across_widths, rows_apply, rows_conflict
 
 __all__ = ["StoreLog"]
 
 #: A cluster of writes is marked where its span is at most this many times its elements.
 _COMPACT = 4
-_READ_AFTER_WRITE = "a program reads what another program (or itself, earlier) wrote in the launch"
-
-
-class _Record:
-    """``every``: the addresses had no program axis (size 1): every program of the batch moved them."""
-
-    __slots__ = ("addresses", "values", "mask", "step", "every", "_increasing", "_span", "_programs", "apply", "kind")
-
-    def __init__(self, addresses, values, mask, step, programs, apply=None, kind=None):
-        self.addresses, self.values, self.mask, self.step = addresses, values, mask, step
-        self.every = programs if mask.shape[0] == 1 and programs > 1 else 0
-        self._increasing = self._span = self._programs = None
-        self.apply, self.kind = apply, kind  # an atomic's: ``apply(addresses, values)`` in array order
-
-    def increasing(self):
-        """Whether the addresses rise strictly (each once: row-major blocks, one program's after another's)."""
-        if self._increasing is None:
-            addresses = self.addresses
-            self._increasing = bool(addresses.size < 2 or (addresses[1:] > addresses[:-1]).all())
-        return self._increasing
-
-    def programs(self, first):
-        """The program of each address: the first (or, ``first`` False, the last) that moved it."""
-        if self.every:
-            return np.full(self.addresses.size, 0 if first else self.every - 1)
-        if self._programs is None:  # the same first and last: each address once per program
-            counts = self.counts()
-            self._programs = np.repeat(np.arange(counts.size, dtype=np.int32), counts)
-        return self._programs
-
-    def counts(self):
-        """How many addresses each program moved."""
-        mask = self.mask
-        return mask.reshape(mask.shape[0], -1).sum(axis=1) if mask.ndim > 1 else mask.astype(np.intp)
-
-    def same_elements(self, other):
-        """Whether ``other`` moved exactly these addresses, each once and by the same program (an
-        in-place update: a load, then a store to the same elements)."""
-        return (not self.every and not other.every and self.addresses.size == other.addresses.size
-                and self.increasing() and other.increasing() and np.array_equal(self.addresses, other.addresses)
-                and np.array_equal(self.counts(), other.counts()))
-
-    def run(self, low, unit):
-        """The slice of a marks array of ``unit``-byte elements from ``low`` that these addresses are,
-        where they rise one element at a time from an address on its grid (a row-major block), else
-        None."""
-        addresses = self.addresses
-        if self.increasing() and addresses.size:
-            first, last = int(addresses[0]), int(addresses[-1])
-            if last - first == (addresses.size - 1) * unit and (first - low) % unit == 0:
-                begin = (first - low) // unit
-                return slice(begin, begin + addresses.size)
-        return None
-
-    def where(self, low, unit):
-        """Where these addresses fall in a marks array of ``unit``-byte elements from ``low``: a slice
-        (``run``: no index array to make), else the index of each; None where one is off the grid."""
-        run = self.run(low, unit)
-        if run is not None:
-            return run
-        offsets = self.addresses - self.addresses.dtype.type(low)
-        return None if (offsets % unit).any() else offsets // unit
-
-    def span(self):
-        """(lowest, highest) address, or None: computed once, as records are compared pairwise."""
-        if self._span is None and self.addresses.size:
-            addresses = self.addresses
-            self._span = (addresses[0], addresses[-1]) if self.increasing() else (addresses.min(), addresses.max())
-        return self._span
 
 
 class StoreLog:
@@ -99,18 +33,34 @@ class StoreLog:
         self.loads, self.stores, self.atomics = [], [], []
         self._ordered = False  # two stores reach one address: commit orders the elements
         self._marks = None  # the writes marked on their addresses, where they could be
+        self._rows_apart = False  # every record is rows, and no two stores' bytes meet (``rows_conflict``)
 
     def _step(self):
         return len(self.loads) + len(self.stores) + len(self.atomics)
 
-    def load(self, addresses, mask):
-        """The load's record (whose ``increasing()`` the gather reads, computed once for both)."""
-        record = _Record(addresses, None, mask, self._step(), self.programs)
+    def load(self, addresses, mask, width=8):
+        """The load's record (whose ``increasing()`` the gather reads, computed once for both) of
+        ``width``-byte elements."""
+        record = _Record(addresses, None, mask, self._step(), self.programs, width=width)
         self.loads.append(record)
         return record
 
     def store(self, addresses, values, mask):
         self.stores.append(_Record(addresses, values, mask, self._step(), self.programs))
+
+    def load_rows(self, starts, length, width):
+        """A load of ``length`` elements of ``width`` bytes from each start (int64 byte addresses,
+        one per program, or one for all)."""
+        record = _Rows(starts, length, width, None, self._step(), self.programs)
+        self.loads.append(record)
+        return record
+
+    def store_rows(self, starts, rows):
+        """A store of each row of ``rows`` (programs or 1, length; the values' bits) from its start."""
+        programs = max(starts.size, rows.shape[0])
+        starts = np.broadcast_to(starts, (programs,))
+        rows = np.broadcast_to(rows, (programs, rows.shape[1]))
+        self.stores.append(_Rows(starts, rows.shape[1], rows.dtype.itemsize, rows, self._step(), self.programs))
 
     def atomic(self, addresses, values, mask, apply, kind):
         """An atomic read-modify-write whose returned value the kernel does not use: applied at
@@ -119,14 +69,25 @@ class StoreLog:
 
     def largest(self):
         """The most elements one record moved (the chunk size follows it)."""
-        return max((record.addresses.size for record in self.loads + self.stores + self.atomics), default=0)
+        return max((record.moved() for record in self.loads + self.stores + self.atomics), default=0)
 
     def conflict(self):
         """Why committing would not leave the loop's bits, or None."""
+        self._rows_apart = False
+        if not self.atomics and rows_apply(self.loads + self.stores):
+            decided, reason = rows_conflict(self.loads, self.stores)
+            if decided:
+                self._rows_apart = reason is None
+                return reason
         reason = self._atomics_conflict()
         if reason is not None:
             return reason
         writes = self.stores + self.atomics
+        stores = self.stores
+        if len({store.width for store in stores}) > 1:  # by bytes: the marks below match element addresses
+            for i, store in enumerate(stores):
+                if any(other.width != store.width and _meet(store, other) for other in stores[:i]):
+                    return TWO_SIZES
         marks = self._marks = _Marks.of(writes)
         if marks is None or marks.mixed:
             reason = self._stores_conflict()
@@ -134,6 +95,9 @@ class StoreLog:
                 return reason
         elif marks.stores_overlap:  # two stores of one element size (no atomic meets a store: checked above)
             self._ordered = True
+        for load in self.loads:  # another width's bytes: the rules below match element addresses
+            if any(load.width != write.width and _meet(load, write) for write in writes):
+                return _READ_AFTER_WRITE
         if marks is not None:
             return _READ_AFTER_WRITE if any(marks.read_after_write(load) for load in self.loads) else None
         for load in self.loads:
@@ -157,7 +121,7 @@ class StoreLog:
                 if not _meet(record, other):
                     continue
                 if record.values.dtype.itemsize != other.values.dtype.itemsize:
-                    return "stores of two element sizes reach one address"
+                    return TWO_SIZES
                 self._ordered = True
         return None
 
@@ -184,6 +148,11 @@ class StoreLog:
             records[0].apply(addresses, values)
 
     def _commit_stores(self, native_store):
+        if self._rows_apart:  # no byte written twice: each store is one strided copy, in any order
+            for record in self.stores:
+                if not isinstance(record, _Rows) or not memory.write_rows(record.starts, record.rows):
+                    _scatter(record.addresses, record.values, record.increasing(), native_store)
+            return
         if not self._ordered:
             for record in self.stores:
                 _scatter(record.addresses, record.values, record.increasing(), native_store)
@@ -328,8 +297,19 @@ def _in_loop_order(records):
 
 
 def _meet(record, other):
-    """Whether two records reach one address."""
-    return not _apart(record.span(), other.span()) and bool(np.intersect1d(record.addresses, other.addresses).size)
+    """Whether two records reach one address (of two element widths: one byte)."""
+    if _apart(record.span(), other.span()):
+        return False
+    if record.width != other.width:
+        return _bytes_meet(record, other)
+    return bool(np.intersect1d(record.addresses, other.addresses).size)
+
+
+def _bytes_meet(record, other):
+    """Whether any element of ``record`` shares a byte with one of ``other`` (of another width)."""
+    lows = np.concatenate([record.addresses.view(np.int64), other.addresses.view(np.int64)])
+    widths = np.concatenate([np.full(record.addresses.size, record.width), np.full(other.addresses.size, other.width)])
+    return bytes_meet_across_widths(lows, lows + widths, widths)
 
 
 def _apart(span, other):

@@ -1,0 +1,211 @@
+"""What one executed ``tl.load`` or ``tl.store`` of a batch moved (``store_log`` keeps them), and
+the rule that decides a batch of rows on their starts alone.
+
+A ``Record`` holds the addresses of its unmasked elements (programs first, in C order, so the
+programs are non-decreasing), for a store its values' bits, and its step, the count of records
+before it. ``Rows`` is the record of a load or store whose pointers are each program's row from its
+own start (``interpreter/rows``): it keeps the starts, and makes the addresses only where a rule
+needs them.
+"""
+
+import numpy as np
+
+__all__ = ["READ_AFTER_WRITE", "TWO_SIZES", "Record", "Rows", "rows_apply", "rows_conflict",
+           "bytes_meet_across_widths"]
+
+READ_AFTER_WRITE = "a program reads what another program (or itself, earlier) wrote in the launch"
+
+
+class Record:
+    """``every``: the addresses had no program axis (size 1): every program of the batch moved them."""
+
+    __slots__ = ("addresses", "values", "mask", "step", "every", "_increasing", "_span", "_programs", "apply", "kind",
+                 "width")
+
+    def __init__(self, addresses, values, mask, step, programs, apply=None, kind=None, width=8):
+        self.addresses, self.values, self.mask, self.step = addresses, values, mask, step
+        self.every = programs if mask.shape[0] == 1 and programs > 1 else 0
+        self._increasing = self._span = self._programs = None
+        self.apply, self.kind = apply, kind  # an atomic's: ``apply(addresses, values)`` in array order
+        self.width = width if values is None else values.dtype.itemsize  # bytes per element (a load's: given)
+
+    def increasing(self):
+        """Whether the addresses rise strictly (each once: row-major blocks, one program's after another's)."""
+        if self._increasing is None:
+            addresses = self.addresses
+            self._increasing = bool(addresses.size < 2 or (addresses[1:] > addresses[:-1]).all())
+        return self._increasing
+
+    def programs(self, first):
+        """The program of each address: the first (or, ``first`` False, the last) that moved it."""
+        if self.every:
+            return np.full(self.addresses.size, 0 if first else self.every - 1)
+        if self._programs is None:  # the same first and last: each address once per program
+            counts = self.counts()
+            self._programs = np.repeat(np.arange(counts.size, dtype=np.int32), counts)
+        return self._programs
+
+    def counts(self):
+        """How many addresses each program moved."""
+        mask = self.mask
+        return mask.reshape(mask.shape[0], -1).sum(axis=1) if mask.ndim > 1 else mask.astype(np.intp)
+
+    def same_elements(self, other):
+        """Whether ``other`` moved exactly these addresses, each once and by the same program (an
+        in-place update: a load, then a store to the same elements)."""
+        return (not self.every and not other.every and self.addresses.size == other.addresses.size
+                and self.increasing() and other.increasing() and np.array_equal(self.addresses, other.addresses)
+                and np.array_equal(self.counts(), other.counts()))
+
+    def run(self, low, unit):
+        """The slice of a marks array of ``unit``-byte elements from ``low`` that these addresses are,
+        where they rise one element at a time from an address on its grid (a row-major block), else
+        None."""
+        addresses = self.addresses
+        if self.increasing() and addresses.size:
+            first, last = int(addresses[0]), int(addresses[-1])
+            if last - first == (addresses.size - 1) * unit and (first - low) % unit == 0:
+                begin = (first - low) // unit
+                return slice(begin, begin + addresses.size)
+        return None
+
+    def where(self, low, unit):
+        """Where these addresses fall in a marks array of ``unit``-byte elements from ``low``: a slice
+        (``run``: no index array to make), else the index of each; None where one is off the grid."""
+        run = self.run(low, unit)
+        if run is not None:
+            return run
+        offsets = self.addresses - self.addresses.dtype.type(low)
+        return None if (offsets % unit).any() else offsets // unit
+
+    def span(self):
+        """(lowest, highest) address, or None: computed once, as records are compared pairwise."""
+        if self._span is None and self.addresses.size:
+            addresses = self.addresses
+            self._span = (addresses[0], addresses[-1]) if self.increasing() else (addresses.min(), addresses.max())
+        return self._span
+
+    def moved(self):
+        """How many elements the record moved."""
+        return self.addresses.size
+
+    def bounds(self):
+        """Each element's bytes, [start, end), and its program (the first that moved it)."""
+        low = self.addresses.view(np.int64)
+        return low, low + self.width, self.programs(first=True)
+
+
+class Rows(Record):
+    """A record of rows: each program moved ``length`` consecutive elements of ``width`` bytes from its
+    own start (``base + pid * stride + tl.arange``, masked by ``arange < n`` or not at all). Kept as
+    the starts alone; the addresses, values and mask the other records hold are made only where a
+    rule needs them (``rows_conflict`` decides most batches on the starts)."""
+
+    def __init__(self, starts, length, width, rows, step, programs):
+        self.starts, self.length, self.width, self.rows = starts, length, width, rows
+        self.step, self.every = step, (programs if starts.size == 1 and programs > 1 else 0)
+        self._increasing = self._span = self._programs = None
+        self.apply = self.kind = None
+        self._made = None
+
+    def _make(self):
+        if self._made is None:
+            addresses = (self.starts[:, None] + np.arange(self.length, dtype=np.int64) * self.width).reshape(-1)
+            values = None if self.rows is None else np.ascontiguousarray(self.rows).reshape(-1)
+            self._made = (addresses.view(np.uint64), values, np.ones((self.starts.size, self.length), dtype=bool))
+        return self._made
+
+    addresses = property(lambda self: self._make()[0])
+    values = property(lambda self: self._make()[1])
+    mask = property(lambda self: self._make()[2])
+
+    def counts(self):
+        return np.full(self.starts.size, self.length, dtype=np.intp)
+
+    def span(self):
+        if self._span is None:
+            self._span = (np.uint64(self.starts.min()), np.uint64(self.starts.max() + (self.length - 1) * self.width))
+        return self._span
+
+    def moved(self):
+        return self.starts.size * self.length
+
+    def bounds(self):
+        """Each program's bytes, [start, end), and the program."""
+        return self.starts, self.starts + self.length * self.width, np.arange(self.starts.size)
+
+
+#: The most stores' rows one load's row may meet before the rows' rule leaves the batch to the others.
+_MOST_MET = 16
+
+
+TWO_SIZES = "stores of two element sizes reach one address"
+
+
+def bytes_meet_across_widths(lows, highs, widths):
+    """Whether two byte ranges [low, high) of different element widths overlap (each width's ranges
+    sorted by their lows, with the running highest end, searched for every other width's ranges)."""
+    kinds = np.unique(widths)
+    for width in kinds[:-1]:
+        mine = widths == width
+        order = np.argsort(lows[mine], kind="stable")
+        own_lows, running_high = lows[mine][order], np.maximum.accumulate(highs[mine][order])
+        other_lows, other_highs = lows[~mine], highs[~mine]
+        before = np.searchsorted(own_lows, other_highs, side="left")  # own ranges starting before each ends
+        if ((before > 0) & (running_high[np.maximum(before - 1, 0)] > other_lows)).any():
+            return True
+    return False
+
+
+#: The most elements a record that is not rows may move for ``rows_conflict`` to take it (element by element).
+FEWEST_ROWS_MIX = 4096
+
+
+def rows_apply(records):
+    """Whether ``rows_conflict`` takes these records: some rows, and the rest small."""
+    return any(isinstance(r, Rows) for r in records) and \
+        all(isinstance(r, Rows) or r.moved() <= FEWEST_ROWS_MIX for r in records)
+
+
+def rows_conflict(loads, stores):
+    """(decided, reason) for a batch of rows (and small records, element by element), by the bytes each
+    program's row spans: decided where no two stores' rows meet (a store of every program to one row
+    does) and each load's row meets few; then a load conflicts where it meets a row an earlier
+    program stored, or its own program stored at an earlier step. Bytes, not element addresses: a
+    narrower load of a wider store's bytes meets it too."""
+    if not stores:
+        return True, None
+    lows, highs, programs, steps = [], [], [], []
+    for store in stores:
+        if store.every:
+            return False, None
+        low, high, program = store.bounds()
+        lows.append(low)
+        highs.append(high)
+        programs.append(program)
+        steps.append(np.full(low.size, store.step))
+    widths = np.concatenate([np.full(low.size, store.width) for store, low in zip(stores, lows)])
+    lows, highs = np.concatenate(lows), np.concatenate(highs)
+    order = np.argsort(lows, kind="stable")
+    lows, highs, widths = lows[order], highs[order], widths[order]
+    if (highs[:-1] > lows[1:]).any():  # two stores' bytes meet: their order is the loop's to give
+        if bytes_meet_across_widths(lows, highs, widths):
+            return True, TWO_SIZES
+        return False, None
+    programs, steps = np.concatenate(programs)[order], np.concatenate(steps)[order]
+    for load in loads:
+        low, high, loaders = load.bounds()
+        first = np.searchsorted(highs, low, side="right")  # the first store row ending after the load's start
+        met = np.searchsorted(lows, high, side="left") - first
+        most = int(met.max()) if met.size else 0
+        if most > _MOST_MET:
+            return False, None
+        for k in range(most):
+            hit = met > k
+            writer, step = programs[first[hit] + k], steps[first[hit] + k]
+            if load.every:  # every program reads the row: all but the last come after some writer
+                if ((writer < load.every - 1) | (step < load.step)).any():
+                    return True, READ_AFTER_WRITE
+            elif ((writer < loaders[hit]) | ((writer == loaders[hit]) & (step < load.step))).any():
+                return True, READ_AFTER_WRITE
+    return True, None

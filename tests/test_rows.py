@@ -1,0 +1,149 @@
+"""``interpreter/rows`` and ``interpreter/records``: a program's row from its own start is kept as the
+start, loaded and stored as one strided copy, and decided by the bytes each row spans; the batch
+keeps the loop's bits, and what the loop would order differently falls back."""
+
+import pytest
+import torch
+import triton
+import triton.language as tl
+
+from kwshim.interpreter import memory, rows
+from kwshim.interpreter import programs as grid_module
+
+from .kernels import needs_block_loads
+from .test_programs import _both, _reason, _same_bits, batching
+
+
+@pytest.fixture
+def strided_copies(monkeypatch):
+    """Counts the strided row copies (reads, writes) the launches make."""
+    counts = {"read": 0, "write": 0}
+    read, write = memory.read_rows, memory.write_rows
+
+    def counted_read(*args):
+        counts["read"] += 1
+        return read(*args)
+
+    def counted_write(*args):
+        counts["write"] += 1
+        return write(*args)
+
+    monkeypatch.setattr(memory, "read_rows", counted_read)
+    monkeypatch.setattr(memory, "write_rows", counted_write)
+    return counts
+
+
+@triton.jit
+def scaled_rows(x_ptr, y_ptr, total_ptr, n_cols, stride, BLOCK: tl.constexpr):
+    row = tl.program_id(0).to(tl.int64)
+    x_ptr += row * stride
+    y_ptr += row * stride
+    cols = tl.arange(0, BLOCK)
+    x = tl.load(x_ptr + cols, mask=cols < n_cols, other=0.5)
+    total = tl.sum(x * x, axis=0)
+    tl.store(total_ptr + row, total)
+    tl.store(y_ptr + cols, x * total, mask=cols < n_cols)
+
+
+@batching
+@needs_block_loads
+def test_masked_rows_load_and_store_as_strided_copies_with_the_loop_s_bits(strided_copies):
+    """The masked tail is ``other``, and the sum adds in the loop's order (a block laid out in C order)."""
+    torch.manual_seed(0)
+    x = torch.randn(300, 1000)
+    grid_module._FALLBACKS.pop(scaled_rows.fn, None)
+    looped, batched = _both(scaled_rows, (300,), lambda: (x, torch.zeros(300, 1000), torch.zeros(300)), 1000, 1000,
+                            BLOCK=1024)
+    _same_bits(looped, batched)
+    assert _reason(scaled_rows) is None
+    assert strided_copies["read"] >= 2 and strided_copies["write"] >= 2  # the first chunk and the rest
+    expected = torch.cat([x, torch.full((300, 24), 0.5)], dim=1).pow(2).sum(dim=1)
+    torch.testing.assert_close(batched[2], expected)
+
+
+@triton.jit
+def in_place_rows(x_ptr, BLOCK: tl.constexpr):
+    x_ptr += tl.program_id(0) * BLOCK
+    cols = tl.arange(0, BLOCK)
+    tl.store(x_ptr + cols, tl.load(x_ptr + cols) * 2 + 1)
+
+
+@triton.jit
+def previous_row(x_ptr, BLOCK: tl.constexpr):
+    row = tl.program_id(0)
+    cols = tl.arange(0, BLOCK)
+    tl.store(x_ptr + (row + 1) * BLOCK + cols, tl.load(x_ptr + row * BLOCK + cols) + 1)
+
+
+@batching
+@needs_block_loads
+def test_a_row_read_after_an_earlier_program_stored_it_falls_back_and_in_place_rows_do_not(strided_copies):
+    grid_module._FALLBACKS.pop(in_place_rows.fn, None)
+    looped, batched = _both(in_place_rows, (64,), lambda: (torch.arange(64 * 256.0).reshape(64, 256),), BLOCK=256)
+    _same_bits(looped, batched)
+    assert _reason(in_place_rows) is None and strided_copies["write"] == 1
+
+    grid_module._FALLBACKS.pop(previous_row.fn, None)
+    looped, batched = _both(previous_row, (64,), lambda: (torch.zeros(65 * 256),), BLOCK=256)
+    _same_bits(looped, batched)
+    assert batched[0][-256:].eq(64).all()  # each program added one to the row the one before it stored
+    assert _reason(previous_row) == "a program reads what another program (or itself, earlier) wrote in the launch"
+
+
+@triton.jit
+def wide_then_narrow(words_ptr, halves_ptr, out_ptr, BLOCK: tl.constexpr):
+    """Program p stores an int32 row (row p + 1); program p reads the upper int16 half of each int32 of
+    row p, which program p - 1 stored: no int32 element starts at those halves, so matching element
+    addresses misses it."""
+    row = tl.program_id(0)
+    cols = tl.arange(0, BLOCK)
+    tl.store(words_ptr + (row + 1) * BLOCK + cols, (row + 1) * 65536 + cols * 0)
+    tl.store(out_ptr + row * BLOCK + cols, tl.load(halves_ptr + row * 2 * BLOCK + 2 * cols + 1))
+
+
+@batching
+@needs_block_loads
+def test_a_narrower_load_of_another_program_s_wider_store_falls_back():
+    def made():
+        words = torch.zeros(65 * 256, dtype=torch.int32)
+        return words, words.view(torch.int16), torch.zeros(64 * 256, dtype=torch.int16)
+
+    grid_module._FALLBACKS.pop(wide_then_narrow.fn, None)
+    looped, batched = _both(wide_then_narrow, (64,), made, BLOCK=256)
+    _same_bits(looped, batched)
+    assert batched[2][256:].ne(0).any()  # the later programs read what the earlier ones stored
+    assert _reason(wide_then_narrow) == "a program reads what another program (or itself, earlier) wrote in the launch"
+
+
+@triton.jit
+def two_widths(words_ptr, halves_ptr, BLOCK: tl.constexpr):
+    """Program p stores an int32 row (row p), then the upper int16 half of each int32 of row p + 1, where
+    no int32 element starts; program p + 1's int32 row then overwrites them in the loop."""
+    row = tl.program_id(0)
+    cols = tl.arange(0, BLOCK)
+    tl.store(words_ptr + row * BLOCK + cols, row + 1 + cols * 0)
+    tl.store(halves_ptr + (row + 1) * 2 * BLOCK + 2 * cols + 1, (row + 100).to(tl.int16) + cols.to(tl.int16) * 0)
+
+
+@batching
+@needs_block_loads
+def test_stores_of_two_widths_over_one_byte_fall_back():
+    def made():
+        words = torch.zeros(66 * 256, dtype=torch.int32)
+        return words, words.view(torch.int16)
+
+    grid_module._FALLBACKS.pop(two_widths.fn, None)
+    looped, batched = _both(two_widths, (64,), made, BLOCK=256)
+    _same_bits(looped, batched)
+    assert batched[0][256:257].item() == 2  # program 1's int32 row won over program 0's halves
+    assert _reason(two_widths) == "stores of two element sizes reach one address"
+
+
+def test_row_starts_are_kept_only_for_a_run_that_rises_by_one():
+    import numpy as np
+
+    pointers = np.broadcast_to(np.array([1000, 5000], dtype=np.uint64)[:, None], (2, 4))
+    assert rows.row_starts(pointers, np.arange(3, 7)[None], 4).tolist() == [1012, 5012]
+    assert rows.row_starts(pointers, np.array([[0, 2, 4, 6]]), 4) is None  # every other element
+    assert rows.row_starts(pointers, np.array([[0, 1, 3, 2]]), 4) is None
+    assert rows.row_starts(np.ascontiguousarray(pointers), np.arange(4)[None], 4) is None  # not one start a row
