@@ -216,7 +216,8 @@ def _arithmetic_line(engine):
         return (f"arithmetic  compiled by numba {_version('numba')}: the fused multiply-add, tl.exp and "
                 f"tl.exp2 of large blocks (kwshim[fast])")
     if engine == "numpy":
-        return "arithmetic  NumPy (pip install 'kwshim[fast]' compiles the fused multiply-add and tl.exp: the same bits)"
+        return ("arithmetic  NumPy (pip install 'kwshim[fast]' compiles the fused multiply-add and tl.exp: "
+                "the same bits)")
     return "arithmetic  none (NumPy is not installed)"
 
 
