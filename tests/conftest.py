@@ -56,6 +56,11 @@ RELEASE_INDEPENDENT = (
     "tests/test_runner.py::test_kwshim_run_finds_a_module_and_a_directory_where_python_does",
     "tests/test_runner.py::test_kwshim_run_help_explains_the_policies_and_triton_interpret",
     "tests/test_runner.py::test_kwshim_run_without_triton_says_so_in_one_line_with_status_2",
+    "tests/test_compiled.py::test_the_engine_is_numba_exactly_where_numba_imports",
+    "tests/test_compiled.py::test_the_compiled_fma_rounds_as_the_numpy_fma",
+    "tests/test_compiled.py::test_the_compiled_exp_and_exp2_compute_the_numpy_models_bits",
+    "tests/test_batching_rules.py::test_the_program_axis_rule_is_exactly_what_program_axis_computes",
+    "tests/test_batching_rules.py::test_no_operation_is_listed_twice_and_every_fallback_has_a_reason",
 )
 #: ...but for these, which read the installed Triton.
 _RELEASE_DEPENDENT = ("tests/test_check.py::test_the_static_reserved_names_cover_the_installed_releases",)
