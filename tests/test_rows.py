@@ -147,3 +147,30 @@ def test_row_starts_are_kept_only_for_a_run_that_rises_by_one():
     assert rows.row_starts(pointers, np.array([[0, 2, 4, 6]]), 4) is None  # every other element
     assert rows.row_starts(pointers, np.array([[0, 1, 3, 2]]), 4) is None
     assert rows.row_starts(np.ascontiguousarray(pointers), np.arange(4)[None], 4) is None  # not one start a row
+
+
+@triton.jit
+def row_then_element(x_ptr, target_ptr, BLOCK: tl.constexpr):
+    """Cross entropy's pattern: each program stores its row, then one element of it again at a
+    data-dependent column (``X_ptr + y``)."""
+    row = tl.program_id(0).to(tl.int64)
+    x_ptr += row * BLOCK
+    cols = tl.arange(0, BLOCK)
+    x = tl.load(x_ptr + cols)
+    tl.store(x_ptr + cols, x * 2)
+    y = tl.load(target_ptr + row)
+    tl.store(x_ptr + y, -1.0)
+
+
+@batching
+@needs_block_loads
+def test_one_program_s_stores_over_its_own_row_commit_in_its_order(strided_copies):
+    torch.manual_seed(0)
+    x, target = torch.randn(96, 512), torch.randint(0, 512, (96,))
+    grid_module._FALLBACKS.pop(row_then_element.fn, None)
+    looped, batched = _both(row_then_element, (96,), lambda: (x.clone(), target), BLOCK=512)
+    _same_bits(looped, batched)
+    assert _reason(row_then_element) is None and strided_copies["write"] == 2  # the first chunk and the rest
+    expected = x * 2
+    expected[torch.arange(96), target] = -1.0
+    assert torch.equal(batched[0], expected)

@@ -169,10 +169,11 @@ def rows_apply(records):
 
 def rows_conflict(loads, stores):
     """(decided, reason) for a batch of rows (and small records, element by element), by the bytes each
-    program's row spans: decided where no two stores' rows meet (a store of every program to one row
-    does) and each load's row meets few; then a load conflicts where it meets a row an earlier
-    program stored, or its own program stored at an earlier step. Bytes, not element addresses: a
-    narrower load of a wider store's bytes meets it too."""
+    program's row spans: decided where the stores whose bytes meet are one program's (committed in
+    step order, the loop's order for them; a store of every program to one row is not) and each
+    load's row meets few; then a load conflicts where it meets a row an earlier program stored, or
+    its own program stored at an earlier step. Bytes, not element addresses: a narrower load of a
+    wider store's bytes meets it too."""
     if not stores:
         return True, None
     lows, highs, programs, steps = [], [], [], []
@@ -188,21 +189,27 @@ def rows_conflict(loads, stores):
     lows, highs = np.concatenate(lows), np.concatenate(highs)
     order = np.argsort(lows, kind="stable")
     lows, highs, widths = lows[order], highs[order], widths[order]
-    if (highs[:-1] > lows[1:]).any():  # two stores' bytes meet: their order is the loop's to give
+    programs, steps = np.concatenate(programs)[order], np.concatenate(steps)[order]
+    reach = np.maximum.accumulate(highs)  # the furthest byte any store row starting so far reaches
+    if (reach[:-1] > lows[1:]).any():  # stores' bytes meet
         if bytes_meet_across_widths(lows, highs, widths):
             return True, TWO_SIZES
-        return False, None
-    programs, steps = np.concatenate(programs)[order], np.concatenate(steps)[order]
+        cluster_starts = np.flatnonzero(np.r_[True, lows[1:] >= reach[:-1]])
+        if (np.minimum.reduceat(programs, cluster_starts) != np.maximum.reduceat(programs, cluster_starts)).any():
+            return False, None  # two programs' stores meet: the loop's order is the general path's to give
     for load in loads:
         low, high, loaders = load.bounds()
-        first = np.searchsorted(highs, low, side="right")  # the first store row ending after the load's start
+        first = np.searchsorted(reach, low, side="right")  # the first store row reaching past the load's start
         met = np.searchsorted(lows, high, side="left") - first
         most = int(met.max()) if met.size else 0
         if most > _MOST_MET:
             return False, None
         for k in range(most):
-            hit = met > k
-            writer, step = programs[first[hit] + k], steps[first[hit] + k]
+            hit = np.flatnonzero(met > k)
+            at = first[hit] + k
+            really = highs[at] > low[hit]  # a row between may end before the load starts
+            hit, at = hit[really], at[really]
+            writer, step = programs[at], steps[at]
             if load.every:  # every program reads the row: all but the last come after some writer
                 if ((writer < load.every - 1) | (step < load.step)).any():
                     return True, READ_AFTER_WRITE

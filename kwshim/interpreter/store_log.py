@@ -33,7 +33,7 @@ class StoreLog:
         self.loads, self.stores, self.atomics = [], [], []
         self._ordered = False  # two stores reach one address: commit orders the elements
         self._marks = None  # the writes marked on their addresses, where they could be
-        self._rows_apart = False  # every record is rows, and no two stores' bytes meet (``rows_conflict``)
+        self._rows_apart = False  # rows decided the batch: no two programs' stores meet (``rows_conflict``)
 
     def _step(self):
         return len(self.loads) + len(self.stores) + len(self.atomics)
@@ -148,7 +148,7 @@ class StoreLog:
             records[0].apply(addresses, values)
 
     def _commit_stores(self, native_store):
-        if self._rows_apart:  # no byte written twice: each store is one strided copy, in any order
+        if self._rows_apart:  # stores meet only within a program: each is one strided copy, in step order
             for record in self.stores:
                 if not isinstance(record, _Rows) or not memory.write_rows(record.starts, record.rows):
                     _scatter(record.addresses, record.values, record.increasing(), native_store)
