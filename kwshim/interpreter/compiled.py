@@ -21,14 +21,17 @@ import functools
 
 import numpy as np
 
-__all__ = ["COMPILED_FROM", "engine", "fma_ufunc", "exp_ufunc", "exp2_ufunc"]
+__all__ = ["COMPILED_FROM", "LOG2_E", "SMALLEST_NORMAL", "engine", "ufunc_for", "fma_ufunc", "exp_ufunc",
+           "exp2_ufunc"]
 
 #: The fewest elements worth a compiled loop: below, NumPy's code runs (the same bits), so that a
 #: process of small launches never pays numba's start (about a second: its import, its compiler).
 COMPILED_FROM = 2 ** 15
 
-_LOG2_E = 1.4426950408889634  #: log2(e), as compiled Triton's ``tl.exp`` multiplies by it (rounded to fp32)
-_SMALLEST_NORMAL = 2.0 ** -126
+#: The model's constants, which ``gpu_arithmetic``'s NumPy code uses too: log2(e) as compiled Triton's
+#: ``tl.exp`` multiplies by it, and fp32's smallest normal magnitude (below it, ``.ftz`` flushes).
+LOG2_E = np.float32(1.4426950408889634)
+SMALLEST_NORMAL = np.float32(2.0 ** -126)
 
 
 @functools.lru_cache(maxsize=None)
@@ -39,6 +42,12 @@ def engine() -> str:
     except Exception:  # not installed, or broken against the installed NumPy: the NumPy code runs
         return "numpy"
     return "numba"
+
+
+def ufunc_for(name, size):
+    """The compiled ufunc ``name`` (``"fma"``, ``"exp"``, ``"exp2"``) for a block of ``size`` elements,
+    or None (below ``COMPILED_FROM``, or without numba): then the NumPy code runs."""
+    return globals()[f"{name}_ufunc"]() if size >= COMPILED_FROM else None
 
 
 @functools.lru_cache(maxsize=None)
@@ -78,7 +87,7 @@ def exp_ufunc():
         return None
     from numba import vectorize
 
-    log2_e = np.float32(_LOG2_E)
+    log2_e = LOG2_E
 
     @vectorize(["float32(float32)"], cache=True)
     def exp(x):
@@ -95,7 +104,7 @@ def exp2_ufunc():
         return None
     from numba import vectorize
 
-    smallest = np.float32(_SMALLEST_NORMAL)
+    smallest = SMALLEST_NORMAL
     zero = np.float32(0)
 
     @vectorize(["float32(float32)"], cache=True)

@@ -27,11 +27,10 @@ __all__ = ["fma", "numpy_fma"]
 def fma(a, b, c):
     """``a * b + c`` with one rounding, in the arrays' (common) type; inf and NaN as IEEE's fma."""
     dtype = np.result_type(a, b, c)
-    if dtype in _COMPILED_TYPES and max(np.size(a), np.size(b), np.size(c)) >= compiled.COMPILED_FROM:
-        fused = compiled.fma_ufunc()
-        if fused is not None:
-            with np.errstate(all="ignore"):  # inf * 0 is NaN, as IEEE's
-                return fused(np.asarray(a, dtype), np.asarray(b, dtype), np.asarray(c, dtype))
+    fused = compiled.ufunc_for("fma", max(np.size(a), np.size(b), np.size(c))) if dtype in _COMPILED_TYPES else None
+    if fused is not None:
+        with np.errstate(all="ignore"):  # inf * 0 is NaN, as IEEE's
+            return fused(np.asarray(a, dtype), np.asarray(b, dtype), np.asarray(c, dtype))
     return numpy_fma(a, b, c)
 
 

@@ -79,8 +79,8 @@ def _factors(handle):
 
 
 _TF32_MASK = np.uint32(0xFFFFE000)  #: the 10 mantissa bits TF32 keeps
-_LOG2_E = np.float32(1.4426950408889634)  #: log2(e) as compiled Triton's ``tl.exp`` multiplies by it
-_SMALLEST_NORMAL = np.float32(2.0 ** -126)
+_LOG2_E = compiled.LOG2_E  #: log2(e) as compiled Triton's ``tl.exp`` multiplies by it
+_SMALLEST_NORMAL = compiled.SMALLEST_NORMAL
 
 
 def subnormal(data):
@@ -122,10 +122,10 @@ def _fma_chain_dot(a, b, d, accumulator):
     return result
 
 
-#: builder method: (the exact function, whether subnormal results are zero too, the ``compiled``
-#: function making its compiled form, or None): the ``.ftz`` approximations (``ex2``, ``sqrt``,
+#: builder method: (the exact function, whether subnormal results are zero too, the name of its
+#: compiled form in ``compiled``, or None): the ``.ftz`` approximations (``ex2``, ``sqrt``,
 #: ``sin``, ``cos``) read subnormal inputs as zeros; ``tl.sqrt_rn`` is the exact square root.
-_FLUSHING_APPROXIMATIONS = {"create_exp2": (np.exp2, True, "exp2_ufunc"), "create_sqrt": (np.sqrt, True, None),
+_FLUSHING_APPROXIMATIONS = {"create_exp2": (np.exp2, True, "exp2"), "create_sqrt": (np.sqrt, True, None),
                             "create_sin": (np.sin, False, None), "create_cos": (np.cos, False, None)}
 
 
@@ -149,8 +149,7 @@ def _flushing_approximation(original, function, flush_result, compiled_form, Ten
     def method(self, arg):
         if arg.data.dtype != np.float32:
             return original(self, arg)
-        fast = getattr(compiled, compiled_form)() \
-            if compiled_form is not None and arg.data.size >= compiled.COMPILED_FROM else None
+        fast = None if compiled_form is None else compiled.ufunc_for(compiled_form, arg.data.size)
         with np.errstate(over="ignore", invalid="ignore"):  # a compiled form: the same bits, in one pass
             result = flushing_approximation(function, flush_result, arg.data) if fast is None else fast(arg.data)
         return TensorHandle(result, arg.dtype.scalar)
@@ -215,7 +214,7 @@ def arithmetic_class(base):
         def create_exp(self, arg):  # ex2.approx of x * log2(e), the product rounded to fp32 first
             if arg.data.dtype != np.float32:
                 return base.create_exp(self, arg)
-            exp = compiled.exp_ufunc() if arg.data.size >= compiled.COMPILED_FROM else None
+            exp = compiled.ufunc_for("exp", arg.data.size)
             with np.errstate(over="ignore", invalid="ignore"):
                 return TensorHandle(exp_approximation(arg.data) if exp is None else exp(arg.data), arg.dtype.scalar)
 

@@ -81,6 +81,11 @@ def _handle(data, like):
     return _interpreter().TensorHandle(data, like.dtype.scalar)
 
 
+def _bytes_of(element):
+    """The bytes an element of the Triton type ``element`` takes in memory (int1: one)."""
+    return max(1, element.primitive_bitwidth // 8)
+
+
 def _everywhere(ptr):
     """An all-true mask for the block of pointers ``ptr`` (broadcast, not made)."""
     return _interpreter().TensorHandle(np.ones((1,) * ptr.data.ndim, dtype=bool), _interpreter().tl.int1)
@@ -127,12 +132,12 @@ class ProgramAxisOperations:
         arg = next(a for a in args if isinstance(a, interpreter.TensorHandle))
         shape = next(a for a in args if not isinstance(a, interpreter.TensorHandle))  # a shape, or (3.6+) a block type
         shape = tuple(shape.shape if isinstance(shape, interpreter.tl.block_type) else shape)
-        rows = arg.data.reshape(arg.data.shape[0], -1)[:, 0].astype(interpreter._get_np_dtype(arg.dtype))
+        each = arg.data.reshape(arg.data.shape[0], -1)[:, 0].astype(interpreter._get_np_dtype(arg.dtype))
         # a read-only view, no copy: what reads it broadcasts anyway (an address block is made once, by addptr)
-        return _handle(np.broadcast_to(rows.reshape((-1,) + (1,) * len(shape)), (rows.shape[0],) + shape), arg)
+        return _handle(np.broadcast_to(each.reshape((-1,) + (1,) * len(shape)), (each.shape[0],) + shape), arg)
 
     def create_addptr(self, ptr, offset):  # the interpreter's, in two passes over the block instead of three
-        width = max(1, ptr.get_element_ty().primitive_bitwidth // 8)  # int1: a byte
+        width = _bytes_of(ptr.get_element_ty())
         starts = rows.row_starts(ptr.data, offset.data, width)
         if starts is not None:  # each program's row from its own start: kept as the starts
             return rows.pointers_class(_interpreter().TensorHandle)(starts, offset.data.shape[1], width, ptr.dtype)
@@ -190,7 +195,7 @@ class ProgramAxisOperations:
         addresses = ptr_data.reshape(-1) if every else ptr_data[mask_data]
         element = ptrs.get_element_ty()
         numpy_type = np.dtype(interpreter._get_np_dtype(element))
-        record = self.kwshim_batch.log.load(addresses, mask_data, max(1, element.primitive_bitwidth // 8))
+        record = self.kwshim_batch.log.load(addresses, mask_data, _bytes_of(element))
         loaded = memory.gather(addresses, numpy_type, record.increasing()) \
             if addresses.size >= _GATHER_FROM and numpy_type.kind != "b" else None
         if loaded is None:  # the native loop

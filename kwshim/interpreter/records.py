@@ -10,6 +10,8 @@ needs them.
 
 import numpy as np
 
+from .rows import addresses as row_addresses
+
 __all__ = ["READ_AFTER_WRITE", "TWO_SIZES", "Record", "Rows", "rows_apply", "rows_conflict",
            "bytes_meet_across_widths"]
 
@@ -110,9 +112,9 @@ class Rows(Record):
 
     def _make(self):
         if self._made is None:
-            addresses = (self.starts[:, None] + np.arange(self.length, dtype=np.int64) * self.width).reshape(-1)
             values = None if self.rows is None else np.ascontiguousarray(self.rows).reshape(-1)
-            self._made = (addresses.view(np.uint64), values, np.ones((self.starts.size, self.length), dtype=bool))
+            self._made = (row_addresses(self.starts, self.length, self.width), values,
+                          np.ones((self.starts.size, self.length), dtype=bool))
         return self._made
 
     addresses = property(lambda self: self._make()[0])

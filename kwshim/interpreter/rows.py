@@ -16,7 +16,7 @@ import numpy as np
 
 from . import memory
 
-__all__ = ["row_starts", "pointers_class", "prefix", "load"]
+__all__ = ["addresses", "row_starts", "pointers_class", "prefix", "load"]
 
 _INTERPRETER = "triton.runtime.interpreter"
 
@@ -25,7 +25,7 @@ def _interpreter():
     return sys.modules[_INTERPRETER]
 
 
-def _addresses(starts, length, width):
+def addresses(starts, length, width):
     """Each program's ``length`` addresses from its start, programs first, as the interpreter's uint64."""
     return (starts[:, None] + np.arange(length, dtype=np.int64) * width).reshape(-1).view(np.uint64)
 
@@ -56,7 +56,7 @@ def pointers_class(TensorHandle):
         @property
         def data(self):
             if self._data is None:
-                self._data = _addresses(self.starts, self.length, self.width).reshape(-1, self.length)
+                self._data = addresses(self.starts, self.length, self.width).reshape(-1, self.length)
             return self._data
 
         @data.setter
@@ -91,13 +91,13 @@ def load(log, ptrs, mask, other, fewest):
     numpy_type = np.dtype(interpreter._get_np_dtype(element))
     if numpy_type.kind == "b" or numpy_type.itemsize != ptrs.width or ptrs.starts.size * length < fewest:
         return None
-    log.load_rows(ptrs.starts, length, ptrs.width)
     loaded = memory.read_rows(ptrs.starts, length, numpy_type)
     if loaded is None:
-        loaded = memory.gather(_addresses(ptrs.starts, length, ptrs.width), numpy_type)
-        if loaded is None:
+        loaded = memory.gather(addresses(ptrs.starts, length, ptrs.width), numpy_type)
+        if loaded is None:  # the general path records it
             return None
         loaded = loaded.reshape(ptrs.starts.size, length)
+    log.load_rows(ptrs.starts, length, ptrs.width)
     if length < ptrs.length:
         programs = max(ptrs.starts.size, 1 if other is None else other.data.shape[0])
         data = np.zeros((programs, ptrs.length), numpy_type)  # C order: a reduction adds as the loop's does
