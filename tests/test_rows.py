@@ -174,3 +174,22 @@ def test_one_program_s_stores_over_its_own_row_commit_in_its_order(strided_copie
     expected = x * 2
     expected[torch.arange(96), target] = -1.0
     assert torch.equal(batched[0], expected)
+
+
+def test_elements_of_two_widths_meet_where_only_the_wider_one_s_end_reaches_the_other():
+    """An int32 at A covers A..A+3: an int16 at A+2 (a later program's) meets it, though its start is
+    past the int32's start, the highest address the int32's record holds."""
+    import numpy as np
+
+    from kwshim.interpreter.store_log import StoreLog
+
+    log = StoreLog(2)
+    address = 1 << 20
+    log.store(np.array([address], np.uint64), np.array([9], np.uint32), np.array([[True], [False]]))
+    log.store(np.array([address + 2], np.uint64), np.array([7], np.uint16), np.array([[False], [True]]))
+    assert log.conflict() == "stores of two element sizes reach one address"
+
+    log = StoreLog(2)
+    log.store(np.array([address], np.uint64), np.array([9], np.uint32), np.array([[True], [False]]))
+    log.load(np.array([address + 2], np.uint64), np.array([[False], [True]]), 2)
+    assert log.conflict() == "a program reads what another program (or itself, earlier) wrote in the launch"

@@ -298,11 +298,17 @@ def _in_loop_order(records):
 
 def _meet(record, other):
     """Whether two records reach one address (of two element widths: one byte)."""
+    if record.width != other.width:
+        return not _apart(_byte_span(record), _byte_span(other)) and _bytes_meet(record, other)
     if _apart(record.span(), other.span()):
         return False
-    if record.width != other.width:
-        return _bytes_meet(record, other)
     return bool(np.intersect1d(record.addresses, other.addresses).size)
+
+
+def _byte_span(record):
+    """(lowest, highest) byte the record reaches: its span runs to its last element's start only."""
+    span = record.span()
+    return None if span is None else (span[0], span[1] + np.uint64(record.width - 1))
 
 
 def _bytes_meet(record, other):
