@@ -20,11 +20,11 @@ def batches(monkeypatch):
     counts = []
     batch = grid_module._batch
 
-    def counted(fn, args, grid, first, count):
-        log = batch(fn, args, grid, first, count)
+    def counted(fn, args, grid, first, count, *rest):
+        log, replayed = batch(fn, args, grid, first, count, *rest)
         if log.conflict() is None:
             counts.append(count)
-        return log
+        return log, replayed
 
     monkeypatch.setattr(grid_module, "_batch", counted)
     return counts

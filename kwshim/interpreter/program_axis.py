@@ -7,7 +7,7 @@ and 1 for one that does not (a constant, ``tl.arange``): NumPy broadcasting pair
 element-wise builder methods need nothing. Every builder operation has its rule in
 ``batching_rules``; what sees shapes or memory is shifted by one axis here
 (``ProgramAxisOperations``): ``tl.program_id``, ranges, splats, broadcasts, reshapes, transposes,
-concatenation, joins, loads, stores, atomics, reductions and scans (the reduce and scan classes),
+concatenation, joins, loads, stores, atomics (reductions and scans: ``reductions``),
 and ``bool()`` and ``index()`` of a tensor (Python control flow). An operation the table does not
 list falls back.
 
@@ -36,8 +36,8 @@ import numpy as np
 
 from . import batching_rules, memory, rows
 
-__all__ = ["Fallback", "Diverged", "ProgramAxisOperations", "batched_builder_class", "reduce_scan_entries",
-           "tensor_entries"]
+__all__ = ["Fallback", "Diverged", "ProgramAxisOperations", "batched_builder_class", "tensor_entries", "truth",
+           "index"]
 
 #: A load of at least this many elements is one NumPy gather (``memory``), not the native loop.
 _GATHER_FROM = 256
@@ -303,80 +303,6 @@ def _paired(lhs, rhs):
     return (np.broadcast_to(lhs, (programs,) + lhs.shape[1:]), np.broadcast_to(rhs, (programs,) + rhs.shape[1:]))
 
 
-def _block_result(data, dtype):
-    """A ``tl.tensor`` of ``data`` (programs first): a scalar where nothing follows the program axis."""
-    import triton.language as tl
-
-    interpreter = sys.modules[_INTERPRETER]
-    data = np.asarray(data).astype(interpreter._get_np_dtype(dtype), copy=False)
-    block_type = tl.block_type(dtype, list(data.shape[1:])) if data.ndim > 1 else dtype
-    return tl.core.tensor(interpreter.TensorHandle(data, dtype.scalar), block_type)
-
-
-#: The combine functions the interpreter's reduce and scan classes compute with NumPy on a whole
-#: axis (any other runs element by element: the batch falls back).
-_NATIVE_REDUCTIONS = ("_argmin_combine_tie_break_left", "_argmin_combine_tie_break_fast",
-                      "_argmax_combine_tie_break_left", "_argmax_combine_tie_break_fast",
-                      "_elementwise_max", "_elementwise_min", "_sum_combine")
-_NATIVE_SCANS = ("_sum_combine", "_prod_combine")
-
-
-def _with_program_axis(base, native, kind):
-    """``base`` (the interpreter's reduce or scan class, or kwshim's refining one) computing its own
-    NumPy reductions one axis further in (``axis=None``: each program's whole block), its results
-    typed without the program axis."""
-    import triton.language as tl
-
-    combines = tuple(getattr(tl.standard, name) for name in native if hasattr(tl.standard, name))
-
-    def apply_impl(self, input):
-        if not any(self.combine_fn is combine or self.combine_fn == combine for combine in combines):
-            raise Fallback(f"a {kind} with a combine function of the kernel's own")
-        axis = self.axis
-        if axis is None:
-            input = tuple(tl.core.tensor(t.handle.__class__(t.handle.data.reshape(t.handle.data.shape[0], -1),
-                                                            t.handle.dtype), t.type) for t in input)
-        self.axis = 1 if axis is None else axis + 1
-        try:
-            result = base.apply_impl(self, input)
-        finally:
-            self.axis = axis
-        if axis is None and getattr(self, "keep_dims", False):
-            ndim = len(input[0].type.shape)
-            results = result if isinstance(result, (tuple, list)) else (result,)
-            shaped = [_block_result(r.handle.data.reshape((-1,) + (1,) * ndim), r.dtype) for r in results]
-            return shaped[0] if not isinstance(result, (tuple, list)) else type(result)(shaped)
-        return result
-
-    def to_tensor(self, ret, dtype):
-        return _block_result(ret, dtype)
-
-    return type(base.__name__, (base,), {"apply_impl": apply_impl, "to_tensor": to_tensor, "__module__": __name__})
-
-
-def _reduce_class(base):
-    return _with_program_axis(base, _NATIVE_REDUCTIONS, "reduction")
-
-
-def _scan_class(base):
-    return _with_program_axis(base, _NATIVE_SCANS, "scan")
-
-
-def reduce_scan_entries():
-    """``(owner, name, value)``: the interpreter's reduce and scan classes now in place, with a program axis."""
-    namespace = vars(sys.modules[_INTERPRETER])
-    entries = []
-    for name, make in (("ReduceOps", _reduce_class), ("ScanOps", _scan_class)):
-        if name in namespace:
-            entries.append((namespace, name, _cached(make, namespace[name])))
-    return tuple(entries)
-
-
-@functools.lru_cache(maxsize=None)
-def _cached(make, base):
-    return make(base)
-
-
 def _per_program(data):
     """The one value all programs share of a scalar's ``data``, or ``Fallback``."""
     if data.size == 1:
@@ -411,19 +337,41 @@ def tensor_entries():
     return entries + ((namespace, "_patch_lang_tensor", patch_lang_tensor),)
 
 
+#: Told of every value the kernel's body reads from a tensor into Python, as
+#: ``on_read(read, handle, value)`` (``read`` is ``truth`` or ``index``): the trace's guards (``replay``).
+on_read = None
+
+
+def truth(handle):
+    """``bool()`` of a tensor's ``handle`` in a batch: the value every program shares (``Diverged``
+    where they differ)."""
+    data = handle.data
+    if data.ndim > 1:  # a block is true in the interpreter (one element: its value)
+        per_row = data.reshape(data.shape[0], -1)
+        if per_row.shape[1] != 1:
+            return True
+        data = per_row[:, 0]
+    return bool(_per_program(data.astype(bool)))  # each program's truth (NaN is true), not its value
+
+
+def index(handle):
+    """``index()`` of a tensor's ``handle`` in a batch (``Diverged`` where the programs differ)."""
+    return int(_per_program(handle.data))
+
+
 @functools.lru_cache(maxsize=None)
 def _tensor_attributes(tensor):
     def as_bool(self):
-        data = self.handle.data
-        if data.ndim > 1:  # a block is true in the interpreter (one element: its value)
-            per_row = data.reshape(data.shape[0], -1)
-            if per_row.shape[1] != 1:
-                return True
-            data = per_row[:, 0]
-        return bool(_per_program(data.astype(bool)))  # each program's truth (NaN is true), not its value
+        value = truth(self.handle)
+        if on_read is not None:
+            on_read(truth, self.handle, value)
+        return value
 
     def as_index(self):
-        return int(_per_program(self.handle.data))
+        value = index(self.handle)
+        if on_read is not None:
+            on_read(index, self.handle, value)
+        return value
 
     def transposed(self):  # the release's own .T differs (3.0's loses the block type): the loop runs it
         raise Fallback("tensor.T")

@@ -25,6 +25,7 @@ from typing import Dict
 import numpy as np
 
 from ..settings import in_force
+from . import replay
 
 __all__ = ["install", "fallback_reasons", "launch_record", "merge_records", "summary_lines", "batching_works"]
 
@@ -49,12 +50,13 @@ def fallback_reasons() -> Dict[str, str]:
 
 
 def launch_record() -> Dict[str, dict]:
-    """{kernel name: {"batched": launches, "looped": launches, "reason": why it fell back or None}},
-    for the launches of two or more programs in this process (what ``summary_lines`` reads)."""
+    """{kernel name: {"batched": launches, "replayed": of those, launches that replayed a trace,
+    "looped": launches, "reason": why it fell back or None}}, for the launches of two or more
+    programs in this process (what ``summary_lines`` reads)."""
     with _FALLBACK_LOCK:
         records = [{getattr(fn, "__qualname__", repr(fn)):
-                    {"batched": batched, "looped": looped, "reason": _FALLBACKS.get(fn)}}
-                   for fn, (batched, looped) in _LAUNCHES.items()]
+                    {"batched": batched, "replayed": replayed, "looped": looped, "reason": _FALLBACKS.get(fn)}}
+                   for fn, (batched, looped, replayed) in _LAUNCHES.items()]
     return merge_records(records)
 
 
@@ -63,9 +65,9 @@ def merge_records(records) -> Dict[str, dict]:
     merged: Dict[str, dict] = {}
     for record in records:
         for name, entry in record.items():
-            into = merged.setdefault(name, {"batched": 0, "looped": 0, "reason": None})
-            into["batched"] += entry["batched"]
-            into["looped"] += entry["looped"]
+            into = merged.setdefault(name, {"batched": 0, "replayed": 0, "looped": 0, "reason": None})
+            for count in ("batched", "replayed", "looped"):
+                into[count] += entry.get(count, 0)
             into["reason"] = into["reason"] or entry["reason"]
     return merged
 
@@ -73,12 +75,13 @@ def merge_records(records) -> Dict[str, dict]:
 def summary_lines(record: Dict[str, dict]) -> list:
     """What ran batched and what fell back, and why, with counts (kernels and launches)."""
     batched = sum(entry["batched"] for entry in record.values())
+    replayed = sum(entry.get("replayed", 0) for entry in record.values())
     looped = sum(entry["looped"] for entry in record.values())
     total = batched + looped
     if not total:
         return []
-    lines = [f"kwshim grid: {total} launches of 2+ programs, {batched} batched, {looped} ran the loop "
-             f"({100 * looped / total:.1f}%)"]
+    lines = [f"kwshim grid: {total} launches of 2+ programs, {batched} batched ({replayed} replayed a trace), "
+             f"{looped} ran the loop ({100 * looped / total:.1f}%)"]
     reasons: Dict[str, list] = {}
     for name, entry in record.items():
         if entry["reason"]:
@@ -89,9 +92,11 @@ def summary_lines(record: Dict[str, dict]) -> list:
     return lines
 
 
-def _count(fn, batched):
+def _count(fn, batched, replayed=False):
     with _FALLBACK_LOCK:
-        _LAUNCHES.setdefault(fn, [0, 0])[0 if batched else 1] += 1
+        counts = _LAUNCHES.setdefault(fn, [0, 0, 0])
+        counts[0 if batched else 1] += 1
+        counts[2] += replayed
 
 
 def batching_works() -> bool:
@@ -110,6 +115,7 @@ def install(patch) -> None:
     if executor is None or not batching_works():
         return
     patch.setattr(executor, "__call__", _grid_call(vars(executor)["__call__"]))
+    patch.on_undo(replay.clear)
 
 
 def _grid_call(original):
@@ -191,11 +197,14 @@ def _run(fn, args, grid):
     if known:
         _count(fn, batched=False)
         return _sequential(fn, args, grid)
-    first, chunk, splits = 0, _FIRST_CHUNK, 0
+    launch_key = replay.key(fn, type(builder), args)
+    kept = replay.traces(launch_key) if launch_key is not None else ()
+    first, chunk, splits, replays = 0, _FIRST_CHUNK if not kept else _chunk_for(kept[0].per_program), 0, 0
     while first < total:
         count = min(chunk, total - first)
         try:
-            log = _batch(fn, args, grid, first, count)
+            log, replayed = _batch(fn, args, grid, first, count, launch_key)
+            replays += replayed
             reason = log.conflict()
         except Exception as exc:  # anything a batch cannot do, the loop does (or raises as Triton raises)
             cause = _fallback_in(exc, Fallback)
@@ -211,10 +220,14 @@ def _run(fn, args, grid):
             return _sequential(fn, args, grid, first)
         log.commit(_native_store)
         first += count
-        per_program = max(1, log.largest() // count)
-        chunk = max(1, min(_MOST_PROGRAMS, _CHUNK_ELEMENTS // per_program))
-    _count(fn, batched=True)
+        chunk = _chunk_for(max(1, log.largest() // count))
+    _count(fn, batched=True, replayed=replays > 0)
     return None
+
+
+def _chunk_for(per_program):
+    """Programs in a chunk whose largest block loaded or stored is ``per_program`` elements each."""
+    return max(1, min(_MOST_PROGRAMS, _CHUNK_ELEMENTS // per_program))
 
 
 def _too_split(splits, done):
@@ -235,29 +248,52 @@ def _fallback_in(exc, kind):
     return None
 
 
-def _batch(fn, args, grid, first, count):
-    """Run the programs ``first .. first + count - 1`` together; their stores are deferred in the
-    returned ``StoreLog``."""
+def _batch(fn, args, grid, first, count, launch_key=None):
+    """Run the programs ``first .. first + count - 1`` together: a trace of the launch's
+    specialization replayed where one is kept and its guards hold, else the kernel's body (recorded
+    where the launch has a ``launch_key``). Returns their deferred stores (a ``StoreLog``) and
+    whether a trace was replayed."""
     from ..patching import Patch
     from . import program_axis
-    from . import program_range
+    from . import program_range, reductions
     from .store_log import StoreLog
 
     builder = _builder()
     numbers = np.arange(first, first + count)
     x, rest = np.divmod(numbers, grid[1] * grid[2])
     y, z = np.divmod(rest, grid[2])
+    program_ids = tuple(axis.astype(np.int32) for axis in (x, y, z))
+    batched_class = program_axis.batched_builder_class(type(builder))
+    for trace in replay.traces(launch_key) if launch_key is not None else ():
+        log = StoreLog(count)
+        with Patch() as patch:
+            patch.setattr(builder, "__class__", batched_class)
+            patch.setattr(builder, "kwshim_batch", _Batch(program_ids, log))
+            try:
+                trace.replay(builder, args)
+            except replay.Miss:
+                continue
+        return log, True
     log = StoreLog(count)
-    batch = _Batch(tuple(axis.astype(np.int32) for axis in (x, y, z)), log)
+    recorder = replay.Recorder(args) if launch_key is not None else None
     with Patch() as patch:
-        patch.setattr(builder, "__class__", program_axis.batched_builder_class(type(builder)))
-        patch.setattr(builder, "kwshim_batch", batch)
-        for owner, name, value in program_axis.reduce_scan_entries() + program_axis.tensor_entries():
+        patch.setattr(builder, "__class__", batched_class if recorder is None else
+                      replay.tracing_builder_class(batched_class))
+        patch.setattr(builder, "kwshim_batch", _Batch(program_ids, log))
+        for owner, name, value in reductions.reduce_scan_entries():
+            patch.set(owner, name, value if recorder is None else replay.recording_class(value))
+        for owner, name, value in program_axis.tensor_entries() + program_range.range_entries(fn):
             patch.set(owner, name, value)
-        for owner, name, value in program_range.range_entries(fn):
-            patch.set(owner, name, value)
+        if recorder is not None:
+            patch.set(*replay.handle_truth_entry())
+            replay.start(recorder)
+            patch.on_undo(lambda: replay.start(None))
         fn(**args)
-    return log
+    if recorder is not None:
+        trace = recorder.trace(max(1, log.largest() // count))
+        if trace is not None:
+            replay.keep(launch_key, trace)
+    return log, False
 
 
 def _native_store(addresses, values):

@@ -1,0 +1,399 @@
+"""Trace a batch once, replay it after: a kernel's Python body runs once per specialization.
+
+A batch (``program_axis``) runs the kernel's Python body once per chunk of programs, and for a small
+block the front end (``semantic``, ``core``, the interpreter's ``_patch_lang`` for every jitted
+helper) costs more than the arithmetic. Yet the body makes the same operations every time, as long
+as what steers its Python is the same. Those are the guards:
+
+- the specialization (``key``): the kernel, the builder's class (the numerics), each tensor
+  argument's Triton type and its handle's NumPy type and shape, and every other argument's value
+  (constexprs, and floats, which the body turns into constants);
+- every value the body reads from a tensor: ``bool()`` and ``index()``, that is ``if``, ``while``
+  and ``range`` (``program_axis.on_read``), each recorded with the value it had.
+
+The first batch of a specialization runs the body and records its builder operations, reductions
+and scans as steps on numbered slots (``Recorder``); the launch's tensor arguments are the inputs.
+Later batches replay the steps on their own arguments (``Trace.replay``): no front end runs. A guard
+is read again there; another value is a ``Miss``, and the body runs and is recorded again. Stores
+wait in the batch's ``StoreLog`` until it commits, so a replay that misses has written nothing.
+
+A body that hands a recorded step a value no step made cannot be replayed (a loop index that
+differs between programs, ``tl.sort``'s CPU path, a tuple or tensor descriptor argument): its
+batches run the body each time, as before. A replay releases each slot after its last use, so it
+holds no more than the body's own run would; the traces kept are bounded (``_KEYS``, ``_PER_KEY``).
+"""
+
+import enum
+import functools
+import sys
+import threading
+import types
+from collections import OrderedDict
+
+import numpy as np
+
+from . import program_axis
+
+__all__ = ["Miss", "Recorder", "Trace", "key", "traces", "keep", "clear", "tracing_builder_class",
+           "recording_class"]
+
+_INTERPRETER = "triton.runtime.interpreter"
+#: Specializations whose traces are kept (least recently used dropped), and traces per specialization
+#: (one per set of guard values: a scalar that reaches ``range`` makes one for each value it takes).
+_KEYS = 256
+_PER_KEY = 8
+
+_TRACES: "OrderedDict[tuple, list]" = OrderedDict()
+_LOCK = threading.Lock()
+#: The recorder of the batch now running its body, or None.
+_RECORDING = None
+
+
+class Miss(Exception):
+    """A replayed guard read another value than the trace's: the body must run."""
+
+
+class _Slot:
+    __slots__ = ("index",)
+
+    def __init__(self, index):
+        self.index = index
+
+
+class _Tensor:
+    """A ``tl.tensor`` around the handle of a slot."""
+    __slots__ = ("index", "type")
+
+    def __init__(self, index, type):
+        self.index, self.type = index, type
+
+
+class _Sequence:
+    """A list or tuple holding slots."""
+    __slots__ = ("kind", "items")
+
+    def __init__(self, kind, items):
+        self.kind, self.items = kind, items
+
+
+class _Builder:
+    """Where a step takes the builder object (the first argument of a builder method)."""
+
+
+_BUILDER = _Builder()
+
+
+class _Guard:
+    """A step that reads a slot's value back into Python (``program_axis.truth`` or ``index``)."""
+    __slots__ = ("read", "index", "value")
+
+    def __init__(self, read, index, value):
+        self.read, self.index, self.value = read, index, value
+
+
+def _constant_types():
+    import triton.language as tl
+
+    return (int, float, complex, bool, str, bytes, type(None), tl.dtype, enum.Enum, np.generic, np.dtype,
+            types.FunctionType, types.BuiltinFunctionType, type)
+
+
+class _Unrecordable(Exception):
+    pass
+
+
+def key(fn, builder_class, args):
+    """The specialization of a launch: what, besides the guards, steers the kernel's body; None where
+    an argument cannot be told apart by what it is (its launches are not replayed)."""
+    import triton.language as tl
+
+    parts = [fn, builder_class]
+    for name, value in args.items():
+        if isinstance(value, tl.core.tensor):
+            handle = value.handle
+            if type(value) is not tl.core.tensor or type(handle) is not _interpreter().TensorHandle:
+                return None
+            parts.append((name, str(value.type), handle.data.dtype.str, handle.data.shape))
+        elif isinstance(value, tl.constexpr) and isinstance(value.value, _constant_types()):
+            parts.append((name, tl.constexpr, type(value.value), value.value))
+        elif isinstance(value, _constant_types()):
+            parts.append((name, type(value), value))
+        else:
+            return None
+    try:
+        hash(tuple(parts))
+    except TypeError:
+        return None
+    return tuple(parts)
+
+
+def traces(launch_key):
+    """The traces kept for ``launch_key`` (most recent first)."""
+    with _LOCK:
+        found = _TRACES.get(launch_key)
+        if found is None:
+            return ()
+        _TRACES.move_to_end(launch_key)
+        return tuple(found)
+
+
+def keep(launch_key, trace):
+    with _LOCK:
+        kept = _TRACES.setdefault(launch_key, [])
+        kept.insert(0, trace)
+        del kept[_PER_KEY:]
+        _TRACES.move_to_end(launch_key)
+        while len(_TRACES) > _KEYS:
+            _TRACES.popitem(last=False)
+
+
+def clear():
+    """Forget every trace (the switch going off)."""
+    with _LOCK:
+        _TRACES.clear()
+
+
+def _interpreter():
+    return sys.modules[_INTERPRETER]
+
+
+class Recorder:
+    """The steps of one run of a kernel's body, on slots: the launch's tensor arguments first, then
+    every handle a recorded step made (each handle carries its slot as ``_kwshim_slot``)."""
+
+    def __init__(self, args):
+        import triton.language as tl
+
+        self.size, self.steps, self.inputs, self.depth, self.broken = 0, [], [], 0, None
+        for name, value in args.items():
+            if isinstance(value, tl.core.tensor):
+                self.inputs.append((name, self._tag(value.handle)))
+
+    def _tag(self, handle):
+        slot = self.size
+        self.size += 1
+        handle._kwshim_slot = (self, slot)
+        return slot
+
+    def _slot_of(self, handle):
+        tag = getattr(handle, "_kwshim_slot", None)
+        if tag is None or tag[0] is not self:
+            raise _Unrecordable(f"a {type(handle).__name__} that no recorded step made")
+        return tag[1]
+
+    def _argument(self, value):
+        import triton.language as tl
+
+        interpreter = _interpreter()
+        if isinstance(value, interpreter.TensorHandle) or type(value).__name__ == "TensorDescHandle":
+            return _Slot(self._slot_of(value))
+        if isinstance(value, tl.core.tensor):
+            if type(value) is not tl.core.tensor:
+                raise _Unrecordable(f"a {type(value).__name__}")
+            return _Tensor(self._slot_of(value.handle), value.type)
+        if isinstance(value, (list, tuple)) and type(value) in (list, tuple):
+            items = [self._argument(item) for item in value]
+            if type(value) is tuple and not any(isinstance(i, (_Slot, _Tensor, _Sequence)) for i in items):
+                return value
+            return _Sequence(type(value), items)
+        if isinstance(value, getattr(tl.core, "tuple", ())) and type(value) is not tuple:  # a tl.tuple of constants
+            if any(isinstance(self._argument(item), (_Slot, _Tensor, _Sequence)) for item in value.values):
+                raise _Unrecordable("a tl.tuple of tensors")
+            return value
+        if isinstance(value, tl.constexpr):
+            self._argument(value.value)
+            return value
+        if isinstance(value, _constant_types()) or hasattr(type(value), "__members__"):  # pybind11's enums
+            return value
+        raise _Unrecordable(f"an argument of type {type(value).__name__}")
+
+    def _result(self, value):
+        import triton.language as tl
+
+        interpreter = _interpreter()
+        if isinstance(value, interpreter.TensorHandle) or type(value).__name__ == "TensorDescHandle":
+            return _Slot(self._tag(value))
+        if isinstance(value, tl.core.tensor):
+            return _Slot(self._tag(value.handle)) if isinstance(value.handle, interpreter.TensorHandle) else None
+        if type(value) in (list, tuple):
+            return _Sequence(type(value), [self._result(item) for item in value])
+        return None
+
+    def call(self, function, args, kwargs, builder=None):
+        """``function(*args, **kwargs)`` (``function(builder, *args, **kwargs)`` for a builder method),
+        recorded as a step where it is the body's own call (not one a recorded step makes inside)."""
+        given = args if builder is None else (builder,) + args
+        if self.depth or self.broken is not None:
+            return function(*given, **kwargs)
+        try:
+            arguments = tuple(self._argument(a) for a in args)
+            keywords = {name: self._argument(v) for name, v in kwargs.items()}
+        except _Unrecordable as exc:
+            self.broken = str(exc)
+            return function(*given, **kwargs)
+        if builder is not None:
+            arguments = (_BUILDER,) + arguments
+        self.depth += 1
+        try:
+            result = function(*given, **kwargs)
+        finally:
+            self.depth -= 1
+        self.steps.append((function, arguments, keywords, self._result(result)))
+        return result
+
+    def read(self, read, handle, value):
+        """The body read ``value`` from ``handle`` into Python (``program_axis.on_read``): a guard."""
+        if self.depth or self.broken is not None:
+            return
+        try:
+            self.steps.append(_Guard(read, self._slot_of(handle), value))
+        except _Unrecordable as exc:
+            self.broken = f"Python read {exc}"
+
+    def trace(self, per_program):
+        """The recorded run as a ``Trace``, or None where it cannot be replayed."""
+        return None if self.broken is not None else Trace(self, per_program)
+
+
+def _slots_in(template):
+    if isinstance(template, (_Slot, _Tensor)):
+        yield template.index
+    elif isinstance(template, _Sequence):
+        for item in template.items:
+            yield from _slots_in(item)
+    elif isinstance(template, (tuple, list)):
+        for item in template:
+            yield from _slots_in(item)
+
+
+class Trace:
+    """A recorded run of a kernel's body, replayed on another launch's arguments (see the module)."""
+
+    def __init__(self, recorder, per_program):
+        self.size, self.inputs, self.per_program = recorder.size, tuple(recorder.inputs), per_program
+        last = {}
+        for number, step in enumerate(recorder.steps):
+            used = [step.index] if isinstance(step, _Guard) else \
+                list(_slots_in(step[1])) + list(_slots_in(tuple(step[2].values())))
+            for slot in used:
+                last[slot] = number
+            if not isinstance(step, _Guard):
+                for slot in _slots_in(step[3]):
+                    last.setdefault(slot, number)  # made and never used: released at once
+        releases = [[] for _ in recorder.steps]
+        for slot, number in last.items():
+            releases[number].append(slot)
+        self.steps = tuple(step if isinstance(step, _Guard) else
+                           (step[0], step[1], step[2], step[3], tuple(releases[number]))
+                           for number, step in enumerate(recorder.steps))
+        self.guard_releases = tuple(tuple(releases[n]) if isinstance(s, _Guard) else ()
+                                    for n, s in enumerate(recorder.steps))
+
+    def replay(self, builder, args):
+        """The recorded steps on ``args``' handles (``Miss`` where a guard reads another value)."""
+        import triton.language as tl
+
+        values = [None] * self.size
+        for name, slot in self.inputs:
+            values[slot] = args[name].handle
+        make_tensor = tl.core.tensor
+
+        def resolve(item):
+            kind = type(item)
+            if kind is _Slot:
+                return values[item.index]
+            if kind is _Tensor:
+                return make_tensor(values[item.index], item.type)
+            if kind is _Sequence:
+                return item.kind(resolve(i) for i in item.items)
+            if kind is _Builder:
+                return builder
+            return item
+
+        def bind(template, result):
+            kind = type(template)
+            if kind is _Slot:
+                values[template.index] = result.handle if isinstance(result, make_tensor) else result
+            elif kind is _Sequence:
+                for item, each in zip(template.items, result):
+                    bind(item, each)
+
+        for number, step in enumerate(self.steps):
+            if type(step) is _Guard:
+                try:
+                    value = step.read(values[step.index])
+                except program_axis.Fallback:  # the body decides (a range may run its programs in lockstep)
+                    raise Miss() from None
+                if value != step.value:
+                    raise Miss()
+                for slot in self.guard_releases[number]:
+                    values[slot] = None
+                continue
+            function, arguments, keywords, out, release = step
+            result = function(*[resolve(a) for a in arguments],
+                              **{name: resolve(v) for name, v in keywords.items()})
+            if out is not None:
+                bind(out, result)
+            for slot in release:
+                values[slot] = None
+
+
+@functools.lru_cache(maxsize=None)
+def tracing_builder_class(batched_class):
+    """``batched_class`` (``program_axis.batched_builder_class``) recording each of its operations
+    that the body calls while a ``Recorder`` runs."""
+    from .batching_rules import operations
+
+    recorded = {name: _recording_method(getattr(batched_class, name))
+                for name in operations(batched_class) if not name.startswith("set_")}
+    return type("TracingBuilder", (batched_class,), recorded)
+
+
+def _recording_method(function):
+    def operation(self, *args, **kwargs):
+        recorder = _RECORDING
+        if recorder is None or recorder.depth or recorder.broken is not None:
+            return function(self, *args, **kwargs)
+        return recorder.call(function, args, kwargs, builder=self)
+
+    operation.__name__ = getattr(function, "__name__", "operation")
+    return operation
+
+
+@functools.lru_cache(maxsize=None)
+def recording_class(reduce_or_scan):
+    """The reduce or scan class ``reduce_or_scan`` (kwshim's, with a program axis) recording each
+    ``apply`` as a step on the instance (its axis and combine function)."""
+    apply = reduce_or_scan.apply
+
+    def recorded_apply(self, input):
+        recorder = _RECORDING
+        if recorder is None:
+            return apply(self, input)
+        return recorder.call(functools.partial(apply, self), (input,), {})
+
+    namespace = {"apply": recorded_apply, "__module__": reduce_or_scan.__module__}
+    return type(reduce_or_scan.__name__, (reduce_or_scan,), namespace)
+
+
+def handle_truth_entry():
+    """``(owner, name, value)``: ``bool()`` of a handle, which the interpreter's own Python may read
+    outside any recorded step, ending the recording there (the trace could not know the value)."""
+    handle_class = _interpreter().TensorHandle
+    original = handle_class.__bool__
+
+    def __bool__(self):
+        recorder = _RECORDING
+        if recorder is not None and not recorder.depth and recorder.broken is None:
+            recorder.broken = "Python read a handle's truth outside a tensor's bool()"
+        return original(self)
+
+    return handle_class, "__bool__", __bool__
+
+
+def start(recorder):
+    """Make ``recorder`` the one the recorded operations and ``program_axis.on_read`` report to
+    (``None``: none)."""
+    global _RECORDING
+    _RECORDING = recorder
+    program_axis.on_read = None if recorder is None else recorder.read

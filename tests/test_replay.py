@@ -1,0 +1,191 @@
+"""Trace and replay (``interpreter/replay``): a kernel's body runs once per specialization and guard
+values, later batches replay its operations, and every launch leaves the loop's bits."""
+
+import pytest
+import torch
+import triton
+import triton.language as tl
+
+import kwshim
+from kwshim.interpreter import programs as grid_module
+from kwshim.interpreter import replay
+
+from .kernels import needs_block_loads
+from .test_programs import _same_bits, batching
+
+
+@triton.jit
+def row_norm(x_ptr, w_ptr, y_ptr, n_cols, eps, BLOCK: tl.constexpr):
+    row = tl.program_id(0)
+    cols = tl.arange(0, BLOCK)
+    mask = cols < n_cols
+    x = tl.load(x_ptr + row * n_cols + cols, mask=mask, other=0.0)
+    w = tl.load(w_ptr + cols, mask=mask, other=0.0)
+    scale = 1 / tl.sqrt(tl.sum(x * x, axis=0) / n_cols + eps)
+    tl.store(y_ptr + row * n_cols + cols, x * scale * w, mask=mask)
+
+
+@triton.jit
+def steered(x_ptr, out_ptr, n, trips):
+    """Python control flow on two scalars: an ``if`` and a ``range``."""
+    pid = tl.program_id(0)
+    x = tl.load(x_ptr + pid)
+    total = x * 0
+    for i in range(trips):
+        total += x * (i + 1)
+    if n > 4:
+        total = total + 1000
+    tl.store(out_ptr + pid, total)
+
+
+@triton.jit
+def lockstep(x_ptr, out_ptr, rows_per_program, BLOCK: tl.constexpr):
+    """Each program a block of rows: a ``range`` whose bounds differ between programs."""
+    pid = tl.program_id(0)
+    cols = tl.arange(0, BLOCK)
+    for row in range(pid * rows_per_program, (pid + 1) * rows_per_program):
+        tl.store(out_ptr + row * BLOCK + cols, tl.load(x_ptr + row * BLOCK + cols) * 2)
+
+
+@triton.jit
+def early_return(out_ptr, n):
+    pid = tl.program_id(0)
+    if pid >= n:
+        return
+    tl.store(out_ptr + pid, pid + 1)
+
+
+def _record(kernel):
+    return grid_module.launch_record().get(kernel.fn.__qualname__, {"batched": 0, "replayed": 0, "looped": 0})
+
+
+def _launches(kernel, grid_and_arguments, mode, **constants):
+    """Every launch of ``grid_and_arguments`` ((grid, make) pairs) in one activation of ``mode``, and
+    the tensors each left."""
+    results = []
+    with kwshim.activate(grid=mode):
+        for grid, make in grid_and_arguments:
+            tensors, scalars = make()
+            kernel[grid](*tensors, *scalars, **constants)
+            results.append(tensors)
+    return results
+
+
+def _same_as_the_loop(kernel, launches, **constants):
+    looped = _launches(kernel, launches, "sequential", **constants)
+    batched = _launches(kernel, launches, "batched", **constants)
+    for loop, batch in zip(looped, batched):
+        _same_bits(loop, batch)
+    return batched
+
+
+def _row_norm_launch(rows, eps, seed):
+    def make():
+        generator = torch.Generator().manual_seed(seed)
+        x, w = torch.randn(rows, 100, generator=generator), torch.randn(100, generator=generator)
+        return (x, w, torch.zeros(rows, 100)), (100, eps)
+    return (rows,), make
+
+
+@batching
+@needs_block_loads
+def test_later_launches_replay_the_first_s_trace_with_the_loop_s_bits():
+    before = _record(row_norm)
+    launches = [_row_norm_launch(rows, 1e-6, seed) for seed, rows in enumerate((2, 300, 70, 300))]
+    _same_as_the_loop(row_norm, launches, BLOCK=128)
+    after = _record(row_norm)
+    assert after["batched"] - before["batched"] == 4
+    assert after["replayed"] - before["replayed"] == 3  # all but the first (one chunk), which made the trace
+
+
+@batching
+@needs_block_loads
+def test_each_launch_computes_with_its_own_float_argument():
+    # a float is an input of the trace where it reaches the body as a tensor, and part of the key where not
+    launches = [_row_norm_launch(8, eps, 0) for eps in (1e-6, 0.5, 1e-6)]
+    batched = _same_as_the_loop(row_norm, launches, BLOCK=128)
+    assert not torch.equal(batched[0][2], batched[1][2]) and torch.equal(batched[0][2], batched[2][2])
+
+
+@batching
+def test_a_scalar_that_steers_python_is_a_guard_and_another_value_traces_again():
+    def launch(n, trips):
+        return (6,), lambda: ((torch.arange(6, dtype=torch.float32), torch.zeros(6)), (n, trips))
+
+    before = _record(steered)
+    values = [(3, 2), (10, 2), (3, 5), (3, 2), (10, 2), (7, 5)]
+    batched = _same_as_the_loop(steered, [launch(n, trips) for n, trips in values])
+    assert batched[0][1].tolist() == [3 * x for x in range(6)]
+    assert batched[1][1].tolist() == [3 * x + 1000 for x in range(6)]
+    after = _record(steered)
+    # a trace holds both guards: the second (3, 2) and (10, 2) replay the first two launches' traces;
+    # (10, 2), (3, 5) and (7, 5) each meet another value in one guard of every trace kept, and trace again
+    assert after["replayed"] - before["replayed"] == 2
+
+
+@batching
+def test_the_traces_of_one_specialization_are_bounded():
+    with kwshim.activate(grid="batched"):
+        for trips in range(2, replay._PER_KEY + 6):  # 1 is a constexpr when compiled: another specialization
+            steered[(2,)](torch.ones(2), torch.zeros(2), 0, trips)
+        kept = [traces for key, traces in replay._TRACES.items() if key[0].__qualname__ == steered.fn.__qualname__]
+    assert len(kept) == 1 and len(kept[0]) == replay._PER_KEY
+
+
+@batching
+def test_a_body_whose_programs_loop_in_lockstep_is_not_replayed_and_keeps_the_loop_s_bits():
+    def launch(programs):
+        x = torch.arange(programs * 2 * 16, dtype=torch.float32).reshape(-1, 16)
+        return (programs,), lambda: ((x.clone(), torch.zeros_like(x)), (2,))
+
+    before = _record(lockstep)
+    batched = _same_as_the_loop(lockstep, [launch(4), launch(4)], BLOCK=16)
+    assert torch.equal(batched[1][1], batched[1][0] * 2)
+    after = _record(lockstep)
+    assert after["batched"] - before["batched"] == 2 and after["replayed"] == before["replayed"]
+
+
+@batching
+def test_a_replay_whose_guard_differs_between_programs_splits_as_the_body_does():
+    def launch(n):
+        return (8,), lambda: ((torch.zeros(8, dtype=torch.int32),), (n,))
+
+    batched = _same_as_the_loop(early_return, [launch(8), launch(5), launch(3)])
+    assert batched[1][0].tolist() == [1, 2, 3, 4, 5, 0, 0, 0]
+    assert grid_module.fallback_reasons().get(early_return.fn.__qualname__) is None
+
+
+@batching
+@needs_block_loads
+def test_a_trace_releases_every_slot_a_step_makes():
+    with kwshim.activate(grid="batched"):
+        for _ in range(2):
+            (grid, make) = _row_norm_launch(4, 1e-6, 0)
+            tensors, scalars = make()
+            row_norm[grid](*tensors, *scalars, BLOCK=128)
+        (trace,) = [traces[0] for key, traces in replay._TRACES.items() if key[0].__qualname__ == row_norm.fn.__qualname__]
+    inputs = {slot for _, slot in trace.inputs}
+    released = [slot for step in trace.steps if isinstance(step, tuple) for slot in step[4]]
+    released += [slot for each in trace.guard_releases for slot in each]
+    assert sorted(released) == sorted(set(released))  # each once
+    assert set(range(trace.size)) - inputs <= set(released)  # every slot a step made is let go
+
+
+@batching
+def test_the_traces_are_forgotten_when_the_switch_goes_off():
+    with kwshim.activate(grid="batched"):
+        early_return[(4,)](torch.zeros(4, dtype=torch.int32), 4)
+        assert replay._TRACES
+    assert not replay._TRACES
+
+
+@pytest.mark.parametrize("value, kept", [(3, True), (2.5, True), ("text", True), (None, True), ([1, 2], False),
+                                         (torch.zeros(1), False)])
+def test_a_launch_is_keyed_by_its_arguments_or_not_replayed(value, kept):
+    assert (replay.key(row_norm, object, {"a": value}) is not None) == kept
+
+
+def test_a_float_that_reaches_the_body_as_a_number_is_keyed_by_its_value():
+    # the body would make it a constant of the trace: a trace of 1e-6 must not serve 0.5
+    assert replay.key(row_norm, object, {"eps": 1e-6}) != replay.key(row_norm, object, {"eps": 0.5})
+    assert replay.key(row_norm, object, {"eps": 0.5}) == replay.key(row_norm, object, {"eps": 0.5})
