@@ -8,7 +8,7 @@ import triton.language as tl
 
 import kwshim
 from kwshim.interpreter import programs as grid_module
-from kwshim.interpreter import replay
+from kwshim.interpreter import language_patch, replay
 
 from .kernels import needs_block_loads
 from .test_programs import _same_bits, batching
@@ -128,7 +128,8 @@ def test_the_traces_of_one_specialization_are_bounded():
     with kwshim.activate(grid="batched"):
         for trips in range(2, replay._PER_KEY + 6):  # 1 is a constexpr when compiled: another specialization
             steered[(2,)](torch.ones(2), torch.zeros(2), 0, trips)
-        kept = [traces for key, traces in replay._TRACES.items() if key[0].__qualname__ == steered.fn.__qualname__]
+        name = steered.fn.__qualname__
+        kept = [traces for key, traces in replay._TRACES.items() if key[0].__qualname__ == name]
     assert len(kept) == 1 and len(kept[0]) == replay._PER_KEY
 
 
@@ -163,7 +164,8 @@ def test_a_trace_releases_every_slot_a_step_makes():
             (grid, make) = _row_norm_launch(4, 1e-6, 0)
             tensors, scalars = make()
             row_norm[grid](*tensors, *scalars, BLOCK=128)
-        (trace,) = [traces[0] for key, traces in replay._TRACES.items() if key[0].__qualname__ == row_norm.fn.__qualname__]
+        name = row_norm.fn.__qualname__
+        (trace,) = [traces[0] for key, traces in replay._TRACES.items() if key[0].__qualname__ == name]
     inputs = {slot for _, slot in trace.inputs}
     released = [slot for step in trace.steps if isinstance(step, tuple) for slot in step[4]]
     released += [slot for each in trace.guard_releases for slot in each]
@@ -189,3 +191,23 @@ def test_a_float_that_reaches_the_body_as_a_number_is_keyed_by_its_value():
     # the body would make it a constant of the trace: a trace of 1e-6 must not serve 0.5
     assert replay.key(row_norm, object, {"eps": 1e-6}) != replay.key(row_norm, object, {"eps": 0.5})
     assert replay.key(row_norm, object, {"eps": 0.5}) == replay.key(row_norm, object, {"eps": 0.5})
+
+
+@batching
+@needs_block_loads
+def test_a_replayed_launch_leaves_triton_language_unpatched_and_the_body_patches_it(monkeypatch):
+    languages = []
+    taken = language_patch.deferred_language
+
+    def recorded():
+        language = taken()
+        languages.append(language)
+        return language
+
+    monkeypatch.setattr(language_patch, "deferred_language", recorded)
+    launches = [_row_norm_launch(4, 1e-6, seed) for seed in range(2)]
+    _same_as_the_loop(row_norm, launches, BLOCK=128)
+    with kwshim.activate(grid="batched"):  # a grid callable may compute with tensors: patched for it
+        tensors, scalars = launches[0][1]()
+        row_norm[lambda meta: (4,)](*tensors, *scalars, BLOCK=128)
+    assert [language.made for language in languages] == [True, False, True]

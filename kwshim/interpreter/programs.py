@@ -25,7 +25,7 @@ from typing import Dict
 import numpy as np
 
 from ..settings import in_force
-from . import replay
+from . import language_patch, replay
 
 __all__ = ["install", "fallback_reasons", "launch_record", "merge_records", "summary_lines", "batching_works"]
 
@@ -115,6 +115,8 @@ def install(patch) -> None:
     if executor is None or not batching_works():
         return
     patch.setattr(executor, "__call__", _grid_call(vars(executor)["__call__"]))
+    if callable(vars(interpreter).get("_patch_lang")):
+        patch.setattr(interpreter, "_patch_lang", language_patch.deferring_patch_lang(vars(interpreter)["_patch_lang"]))
     patch.on_undo(replay.clear)
 
 
@@ -125,10 +127,12 @@ def _grid_call(original):
             return original(self, *args_dev, **kwargs)
         grid = self.grid
         self.grid = _Programs(self, grid, mode, args_dev, kwargs)
+        language_patch.defer_language(self.fn)
         try:
             return original(self, *args_dev, **kwargs)
         finally:
             self.grid = grid
+            language_patch.defer_language(None)
 
     return __call__
 
@@ -142,6 +146,10 @@ class _Programs:
         self.args_dev, self.kwargs = args_dev, kwargs
 
     def __call__(self, args):
+        language = language_patch.deferred_language()
+        make_language = _nothing if language is None else language.make
+        if callable(self.grid) or self.mode == "check":
+            make_language()  # a grid callable may compute with tensors; the check runs the loop
         grid = self.grid(args) if callable(self.grid) else self.grid
         grid = tuple(grid) + (1,) * (3 - len(grid))
         from ..errors import GridDivergenceError
@@ -151,7 +159,7 @@ class _Programs:
             if self.mode == "check":
                 _checked(self.executor.fn, args, grid, self._tensors())
             else:
-                _run(self.executor.fn, args, grid)
+                _run(self.executor.fn, args, grid, make_language)
         except Exception as exc:  # wrapped as the interpreter's loop wraps what a program raises
             error = getattr(interpreter, "InterpreterError", None)
             if error is None or isinstance(exc, (error, GridDivergenceError)):
@@ -181,7 +189,11 @@ def _sequential(fn, args, grid, first=0):
         fn(**args)
 
 
-def _run(fn, args, grid):
+def _nothing():
+    pass
+
+
+def _run(fn, args, grid, make_language=_nothing):
     """The programs of a launch, batched where the kernel has not fallen back before. A batch whose
     Python control flow differs between its programs runs again as the leading run of programs that
     agree (``Diverged``); the rest follow, as the next chunks."""
@@ -192,10 +204,10 @@ def _run(fn, args, grid):
     total = grid[0] * grid[1] * grid[2]
     with _FALLBACK_LOCK:
         known = fn in _FALLBACKS
-    if total <= 1:
-        return _sequential(fn, args, grid)
-    if known:
-        _count(fn, batched=False)
+    if total <= 1 or known:
+        make_language()
+        if known:
+            _count(fn, batched=False)
         return _sequential(fn, args, grid)
     launch_key = replay.key(fn, type(builder), args)
     kept = replay.traces(launch_key) if launch_key is not None else ()
@@ -203,7 +215,7 @@ def _run(fn, args, grid):
     while first < total:
         count = min(chunk, total - first)
         try:
-            log, replayed = _batch(fn, args, grid, first, count, launch_key)
+            log, replayed = _batch(fn, args, grid, first, count, launch_key, make_language)
             replays += replayed
             reason = log.conflict()
         except Exception as exc:  # anything a batch cannot do, the loop does (or raises as Triton raises)
@@ -217,6 +229,7 @@ def _run(fn, args, grid):
             with _FALLBACK_LOCK:
                 _FALLBACKS[fn] = reason
             _count(fn, batched=False)
+            make_language()
             return _sequential(fn, args, grid, first)
         log.commit(_native_store)
         first += count
@@ -248,11 +261,11 @@ def _fallback_in(exc, kind):
     return None
 
 
-def _batch(fn, args, grid, first, count, launch_key=None):
+def _batch(fn, args, grid, first, count, launch_key=None, make_language=_nothing):
     """Run the programs ``first .. first + count - 1`` together: a trace of the launch's
     specialization replayed where one is kept and its guards hold, else the kernel's body (recorded
-    where the launch has a ``launch_key``). Returns their deferred stores (a ``StoreLog``) and
-    whether a trace was replayed."""
+    where the launch has a ``launch_key``; ``make_language`` first). Returns their deferred stores (a
+    ``StoreLog``) and whether a trace was replayed."""
     from ..patching import Patch
     from . import program_axis
     from . import program_range, reductions
@@ -274,6 +287,7 @@ def _batch(fn, args, grid, first, count, launch_key=None):
             except replay.Miss:
                 continue
         return log, True
+    make_language()  # the body runs: the interpreter's patch of triton.language
     log = StoreLog(count)
     recorder = replay.Recorder(args) if launch_key is not None else None
     with Patch() as patch:

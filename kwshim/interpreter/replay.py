@@ -266,11 +266,25 @@ def _slots_in(template):
             yield from _slots_in(item)
 
 
+def _only_a_constant(step):
+    """Whether ``step`` is a builder operation of the ``UNIFORM`` rule that takes no slot and makes no
+    handle (a type: ``get_block_ty``, ``get_int32_ty``): its value is a constant of the steps that
+    use it, and a replay need not make it again."""
+    from .batching_rules import UNIFORM, rule
+
+    if isinstance(step, _Guard) or step[3] is not None and any(True for _ in _slots_in(step[3])):
+        return False
+    name = getattr(step[0], "__name__", None)
+    return name is not None and rule(name) == UNIFORM and not name.startswith(("create_", "set_")) and \
+        not any(True for _ in _slots_in(step[1])) and not any(True for _ in _slots_in(tuple(step[2].values())))
+
+
 class Trace:
     """A recorded run of a kernel's body, replayed on another launch's arguments (see the module)."""
 
     def __init__(self, recorder, per_program):
         self.size, self.inputs, self.per_program = recorder.size, tuple(recorder.inputs), per_program
+        recorder.steps = [step for step in recorder.steps if not _only_a_constant(step)]
         last = {}
         for number, step in enumerate(recorder.steps):
             used = [step.index] if isinstance(step, _Guard) else \
