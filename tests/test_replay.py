@@ -181,16 +181,20 @@ def test_the_traces_are_forgotten_when_the_switch_goes_off():
     assert not replay._TRACES
 
 
+class _Builder:
+    options = None
+
+
 @pytest.mark.parametrize("value, kept", [(3, True), (2.5, True), ("text", True), (None, True), ([1, 2], False),
                                          (torch.zeros(1), False)])
 def test_a_launch_is_keyed_by_its_arguments_or_not_replayed(value, kept):
-    assert (replay.key(row_norm, object, {"a": value}) is not None) == kept
+    assert (replay.key(row_norm, _Builder(), {"a": value}) is not None) == kept
 
 
 def test_a_float_that_reaches_the_body_as_a_number_is_keyed_by_its_value():
     # the body would make it a constant of the trace: a trace of 1e-6 must not serve 0.5
-    assert replay.key(row_norm, object, {"eps": 1e-6}) != replay.key(row_norm, object, {"eps": 0.5})
-    assert replay.key(row_norm, object, {"eps": 0.5}) == replay.key(row_norm, object, {"eps": 0.5})
+    assert replay.key(row_norm, _Builder(), {"eps": 1e-6}) != replay.key(row_norm, _Builder(), {"eps": 0.5})
+    assert replay.key(row_norm, _Builder(), {"eps": 0.5}) == replay.key(row_norm, _Builder(), {"eps": 0.5})
 
 
 @batching
@@ -211,3 +215,14 @@ def test_a_replayed_launch_leaves_triton_language_unpatched_and_the_body_patches
         tensors, scalars = launches[0][1]()
         row_norm[lambda meta: (4,)](*tensors, *scalars, BLOCK=128)
     assert [language.made for language in languages] == [True, False, True]
+
+
+def test_the_builder_s_options_and_triton_s_environment_are_part_of_the_specialization(monkeypatch):
+    # what the front end reads besides the arguments: options.sanitize_overflow, TRITON_F32_DEFAULT, ...
+    class Debugging:
+        options = ("debug", True)
+
+    plain = replay.key(row_norm, _Builder(), {"a": 1})
+    assert replay.key(row_norm, Debugging(), {"a": 1}) != plain
+    monkeypatch.setenv("TRITON_F32_DEFAULT", "ieee")
+    assert replay.key(row_norm, _Builder(), {"a": 1}) != plain

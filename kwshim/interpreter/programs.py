@@ -209,7 +209,7 @@ def _run(fn, args, grid, make_language=_nothing):
         if known:
             _count(fn, batched=False)
         return _sequential(fn, args, grid)
-    launch_key = replay.key(fn, type(builder), args)
+    launch_key = replay.key(fn, builder, args)
     kept = replay.traces(launch_key) if launch_key is not None else ()
     first, chunk, splits, replays = 0, _FIRST_CHUNK if not kept else _chunk_for(kept[0].per_program), 0, 0
     while first < total:

@@ -5,8 +5,8 @@ block the front end (``semantic``, ``core``, the interpreter's ``_patch_lang`` f
 helper) costs more than the arithmetic. Yet the body makes the same operations every time, as long
 as what steers its Python is the same. Those are the guards:
 
-- the specialization (``key``): the kernel, the builder's class (the numerics), each tensor
-  argument's Triton type and its handle's NumPy type and shape, and every other argument's value
+- the specialization (``key``): the kernel, the builder's class (the numerics) and options, Triton's
+  environment variables (``TRITON_*``: knobs the front end reads), each tensor argument's Triton type and its handle's NumPy type and shape, and every other argument's value
   (constexprs, and floats, which the body turns into constants);
 - every value the body reads from a tensor: ``bool()`` and ``index()``, that is ``if``, ``while``
   and ``range`` (``program_axis.on_read``), each recorded with the value it had.
@@ -25,6 +25,7 @@ holds no more than the body's own run would; the traces kept are bounded (``_KEY
 
 import enum
 import functools
+import os
 import sys
 import threading
 import types
@@ -102,12 +103,19 @@ class _Unrecordable(Exception):
     pass
 
 
-def key(fn, builder_class, args):
-    """The specialization of a launch: what, besides the guards, steers the kernel's body; None where
-    an argument cannot be told apart by what it is (its launches are not replayed)."""
+def key(fn, builder, args):
+    """The specialization of a launch: what, besides the guards, steers the kernel's body (the
+    builder's class and options, Triton's environment variables, the arguments); None where an
+    argument cannot be told apart by what it is (its launches are not replayed)."""
     import triton.language as tl
 
-    parts = [fn, builder_class]
+    options = getattr(builder, "options", None)
+    try:
+        hash(options)
+    except TypeError:
+        options = repr(options)
+    knobs = tuple(sorted(item for item in os.environ.items() if item[0].startswith("TRITON_")))
+    parts = [fn, type(builder), options, knobs]
     for name, value in args.items():
         if isinstance(value, tl.core.tensor):
             handle = value.handle
