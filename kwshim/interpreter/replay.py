@@ -5,9 +5,10 @@ block the front end (``semantic``, ``core``, the interpreter's ``_patch_lang`` f
 helper) costs more than the arithmetic. Yet the body makes the same operations every time, as long
 as what steers its Python is the same. Those are the guards:
 
-- the specialization (``key``): the kernel, the builder's class (the numerics) and options, Triton's
-  environment variables (``TRITON_*``: knobs the front end reads), each tensor argument's Triton type and its handle's NumPy type and shape, and every other argument's value
-  (constexprs, and floats, which the body turns into constants);
+- the specialization (``key``): the kernel, the builder's class (the numerics) and options,
+  Triton's environment variables (``TRITON_*``: knobs the front end reads), each tensor argument's
+  Triton type and its handle's NumPy type and shape, and every other argument's value (constexprs,
+  and floats, which the body turns into constants);
 - every value the body reads from a tensor: ``bool()`` and ``index()``, that is ``if``, ``while``
   and ``range`` (``program_axis.on_read``), each recorded with the value it had.
 
