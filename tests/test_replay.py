@@ -134,16 +134,40 @@ def test_the_traces_of_one_specialization_are_bounded():
 
 
 @batching
-def test_a_body_whose_programs_loop_in_lockstep_is_not_replayed_and_keeps_the_loop_s_bits():
-    def launch(programs):
-        x = torch.arange(programs * 2 * 16, dtype=torch.float32).reshape(-1, 16)
-        return (programs,), lambda: ((x.clone(), torch.zeros_like(x)), (2,))
+def test_a_loop_whose_bounds_differ_between_programs_is_replayed_and_its_trip_count_is_a_guard():
+    def launch(programs, rows_per_program):
+        x = torch.arange(programs * rows_per_program * 16, dtype=torch.float32).reshape(-1, 16)
+        return (programs,), lambda: ((x.clone(), torch.zeros_like(x)), (rows_per_program,))
 
     before = _record(lockstep)
-    batched = _same_as_the_loop(lockstep, [launch(4), launch(4)], BLOCK=16)
-    assert torch.equal(batched[1][1], batched[1][0] * 2)
+    # 2 rows per program twice (the second replays), 3 (another trip count: traced again), 0 (the
+    # bounds agree between programs: Python's range, traced again)
+    batched = _same_as_the_loop(lockstep, [launch(4, 2), launch(6, 2), launch(4, 3), launch(4, 0)], BLOCK=16)
+    assert torch.equal(batched[1][1], batched[1][0] * 2) and torch.equal(batched[2][1], batched[2][0] * 2)
     after = _record(lockstep)
-    assert after["batched"] - before["batched"] == 2 and after["replayed"] == before["replayed"]
+    assert after["batched"] - before["batched"] == 4 and after["replayed"] - before["replayed"] == 1
+
+
+@triton.jit
+def lockstep_arithmetic(out_ptr, rows_per_program):
+    """A loop index's own arithmetic with ints: each recorded as a step."""
+    pid = tl.program_id(0)
+    for row in range(pid * rows_per_program, (pid + 1) * rows_per_program):
+        shifted = (row * 3 + 1) // 2 % 7 - (-row)
+        if row * 0 < 1:  # a comparison with an int, read by Python
+            tl.store(out_ptr + row, shifted)
+
+
+@batching
+def test_a_loop_index_s_arithmetic_replays_with_the_loop_s_bits():
+    def launch(programs):
+        return (programs,), lambda: ((torch.zeros(programs * 3, dtype=torch.int32),), (3,))
+
+    before = _record(lockstep_arithmetic)
+    batched = _same_as_the_loop(lockstep_arithmetic, [launch(4), launch(5)])
+    assert batched[1][0].tolist() == [(row * 3 + 1) // 2 % 7 + row for row in range(15)]
+    assert grid_module.fallback_reasons().get(lockstep_arithmetic.fn.__qualname__) is None
+    assert _record(lockstep_arithmetic)["replayed"] - before["replayed"] == 1
 
 
 @batching

@@ -21,6 +21,7 @@ import sys
 
 import numpy as np
 
+from . import replay
 from .program_axis import Diverged, Fallback
 
 __all__ = ["program_range", "range_entries"]
@@ -35,9 +36,21 @@ def program_range(*args):
     indices together (a generator of ``LoopIndex``), or ``Diverged`` on the trip counts."""
     if len(args) > 3:
         return _BUILTIN_RANGE(*args)  # Python's error
-    values = [_program_values(arg) for arg in args]
-    if all(v is None or (v == v[0]).all() for v in values):
+    if _bounds_agree(args):
         return _BUILTIN_RANGE(*args)
+    trips = _lockstep(args)[2]
+    _lockstep_trips(args, trips)
+    return _each_index(args, trips)
+
+
+def _bounds_agree(args):
+    return all(v is None or (v == v[0]).all() for v in (_program_values(arg) for arg in args))
+
+
+def _lockstep(args):
+    """(start, step, trips) of a range whose bounds differ between programs: start per program,
+    step and trips shared (``Diverged`` where they are not, ``Fallback`` where an index leaves int32)."""
+    values = [_program_values(arg) for arg in args]
     bounds = [v if v is not None else np.array([operator.index(_unwrap(arg))], np.int64)
               for v, arg in zip(values, args)]
     if len(bounds) == 1:
@@ -51,7 +64,31 @@ def program_range(*args):
     trips = np.maximum(0, (stop - start + step - (1 if step > 0 else -1)) // step)
     if not (trips == trips[0]).all():
         raise Diverged(np.broadcast_to(trips, np.broadcast_shapes(trips.shape, start.shape, stop.shape)))
-    return _indices(start, step, int(trips[0]))
+    trips = int(trips[0])
+    ends = (start, start + (trips - 1) * step)
+    if trips and (min(e.min() for e in ends) < _INT32[0] or max(e.max() for e in ends) >= _INT32[1]):
+        raise Fallback("a loop index outside int32")  # the loop's int is another type there
+    return start, step, trips
+
+
+@replay.recorded
+def _lockstep_trips(args, trips):
+    """The lockstep range's trip count, as a step of a trace: a replay whose bounds agree between
+    programs (the body would run Python's ``range``) or make another count of trips misses."""
+    if _bounds_agree(args) or _lockstep(args)[2] != trips:
+        raise replay.Miss()
+
+
+def _each_index(args, trips):
+    for trip in _BUILTIN_RANGE(trips):
+        yield _lockstep_index(args, trip)
+
+
+@replay.recorded
+def _lockstep_index(args, trip):
+    """The programs' index at the ``trip``-th trip of a lockstep range (a step of a trace)."""
+    start, step, _ = _lockstep(args)
+    return _loop_index_class().of(start + trip * step)
 
 
 def tl_range(arg1, arg2=None, step=None, **kwargs):
@@ -80,19 +117,6 @@ def range_entries(fn):
 
         entries.append((namespace, "_patch_lang_core", patch_lang_core))
     return tuple(entries)
-
-
-def _indices(start, step, trips):
-    ends = (start, start + (trips - 1) * step)
-    if trips and (min(e.min() for e in ends) < _INT32[0] or max(e.max() for e in ends) >= _INT32[1]):
-        raise Fallback("a loop index outside int32")  # the loop's int is another type there
-    return _each_index(start, step, trips)
-
-
-def _each_index(start, step, trips):
-    index_class = _loop_index_class()
-    for trip in _BUILTIN_RANGE(trips):
-        yield index_class.of(start + trip * step)
 
 
 def _unwrap(value):
@@ -141,13 +165,21 @@ def _int_operation(function, reverse=False):
             raise Fallback("a loop index in arithmetic with a float")
         if not _INT32[0] <= number < _INT32[1]:
             raise Fallback("a loop index in arithmetic with an int outside int32")
-        mine = self.handle.data.astype(np.int64)
-        lhs, rhs = (np.int64(number), mine) if reverse else (mine, np.int64(number))
-        if function.agree is not None and not function.agree(lhs, rhs):
-            raise Fallback("a loop index in arithmetic where Python and Triton differ")
-        return _checked(function.numpy(lhs, rhs))
+        return _int_arithmetic(self, number, function.__name__, reverse)
 
     return method
+
+
+@replay.recorded
+def _int_arithmetic(index, number, name, reverse):
+    """``index`` (a ``LoopIndex``) and the int ``number`` under the operator ``name``, as Python's ints
+    would give it (a step of a trace)."""
+    function = _BINARIES[name]
+    mine = index.handle.data.astype(np.int64)
+    lhs, rhs = (np.int64(number), mine) if reverse else (mine, np.int64(number))
+    if function.agree is not None and not function.agree(lhs, rhs):
+        raise Fallback("a loop index in arithmetic where Python and Triton differ")
+    return _checked(function.numpy(lhs, rhs))
 
 
 def _comparison(function):
@@ -157,11 +189,27 @@ def _comparison(function):
         number = _python_int(other)
         if number is None:
             return getattr(tl.core.tensor, function)(self, _unwrap(other))
-        interpreter = sys.modules[_INTERPRETER]
-        result = getattr(operator, function)(self.handle.data.astype(np.int64), number)
-        return tl.core.tensor(interpreter.TensorHandle(result, tl.int1), tl.int1)
+        return _int_comparison(self, number, function)
 
     return method
+
+
+@replay.recorded
+def _int_comparison(index, number, name):
+    import triton.language as tl
+
+    interpreter = sys.modules[_INTERPRETER]
+    result = getattr(operator, name)(index.handle.data.astype(np.int64), number)
+    return tl.core.tensor(interpreter.TensorHandle(result, tl.int1), tl.int1)
+
+
+@replay.recorded
+def _unary(index, name):
+    """``-``, ``abs`` or ``~`` of a ``LoopIndex`` (a step of a trace)."""
+    return _checked(_UNARIES[name](index.handle.data.astype(np.int64)))
+
+
+_UNARIES = {"neg": np.negative, "abs": np.abs, "invert": np.invert}
 
 
 class _Binary:
@@ -183,6 +231,7 @@ _BINARY = (("add", np.add, None), ("sub", np.subtract, None), ("mul", np.multipl
            ("floordiv", np.floor_divide, _floor_is_truncation), ("mod", np.mod, _floor_is_truncation),
            ("and", np.bitwise_and, None), ("or", np.bitwise_or, None), ("xor", np.bitwise_xor, None),
            ("lshift", np.left_shift, _short_shift), ("rshift", np.right_shift, _short_shift))
+_BINARIES = {f"__{name}__": _Binary(f"__{name}__", function, agree) for name, function, agree in _BINARY}
 
 
 @functools.lru_cache(maxsize=None)
@@ -199,16 +248,16 @@ def _loop_index_class():
             return cls(interpreter.TensorHandle(np.asarray(values).astype(np.int32), tl.int32), tl.int32)
 
         def __neg__(self):
-            return _checked(-self.handle.data.astype(np.int64))
+            return _unary(self, "neg")
 
         def __pos__(self):
             return self
 
         def __abs__(self):
-            return _checked(np.abs(self.handle.data.astype(np.int64)))
+            return _unary(self, "abs")
 
         def __invert__(self):
-            return _checked(~self.handle.data.astype(np.int64))
+            return _unary(self, "invert")
 
         def __truediv__(self, other):
             raise Fallback("a loop index in true division or a power")
@@ -217,8 +266,8 @@ def _loop_index_class():
 
         __hash__ = tl.core.tensor.__hash__
 
-    for name, numpy_function, agree in _BINARY:
-        binary = _Binary(f"__{name}__", numpy_function, agree)
+    for name, _, _ in _BINARY:
+        binary = _BINARIES[f"__{name}__"]
         setattr(LoopIndex, f"__{name}__", _int_operation(binary))
         setattr(LoopIndex, f"__r{name}__", _int_operation(binary, reverse=True))
     for name in ("lt", "le", "gt", "ge", "eq", "ne"):

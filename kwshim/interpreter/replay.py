@@ -37,7 +37,7 @@ import numpy as np
 from . import program_axis
 
 __all__ = ["Miss", "Recorder", "Trace", "key", "traces", "keep", "clear", "tracing_builder_class",
-           "recording_class"]
+           "recording_class", "recorded"]
 
 _INTERPRETER = "triton.runtime.interpreter"
 #: Specializations whose traces are kept (least recently used dropped), and traces per specialization
@@ -63,11 +63,12 @@ class _Slot:
 
 
 class _Tensor:
-    """A ``tl.tensor`` around the handle of a slot."""
-    __slots__ = ("index", "type")
+    """A ``tl.tensor`` (or a subclass of its constructor: ``program_range``'s loop index) around the
+    handle of a slot."""
+    __slots__ = ("index", "type", "kind")
 
-    def __init__(self, index, type):
-        self.index, self.type = index, type
+    def __init__(self, index, type, kind):
+        self.index, self.type, self.kind = index, type, kind
 
 
 class _Sequence:
@@ -197,9 +198,9 @@ class Recorder:
         if isinstance(value, interpreter.TensorHandle) or type(value).__name__ == "TensorDescHandle":
             return _Slot(self._slot_of(value))
         if isinstance(value, tl.core.tensor):
-            if type(value) is not tl.core.tensor:
+            if type(value).__init__ is not tl.core.tensor.__init__:
                 raise _Unrecordable(f"a {type(value).__name__}")
-            return _Tensor(self._slot_of(value.handle), value.type)
+            return _Tensor(self._slot_of(value.handle), value.type, type(value))
         if isinstance(value, (list, tuple)) and type(value) in (list, tuple):
             items = [self._argument(item) for item in value]
             if type(value) is tuple and not any(isinstance(i, (_Slot, _Tensor, _Sequence)) for i in items):
@@ -326,7 +327,7 @@ class Trace:
             if kind is _Slot:
                 return values[item.index]
             if kind is _Tensor:
-                return make_tensor(values[item.index], item.type)
+                return item.kind(values[item.index], item.type)
             if kind is _Sequence:
                 return item.kind(resolve(i) for i in item.items)
             if kind is _Builder:
@@ -412,6 +413,20 @@ def handle_truth_entry():
         return original(self)
 
     return handle_class, "__bool__", __bool__
+
+
+def recorded(function):
+    """``function`` recorded as one step where the body calls it while a ``Recorder`` runs (for
+    Python that computes a tensor from tensors outside the builder: ``program_range``'s loop index)."""
+
+    @functools.wraps(function)
+    def step(*args, **kwargs):
+        recorder = _RECORDING
+        if recorder is None or recorder.depth or recorder.broken is not None:
+            return function(*args, **kwargs)
+        return recorder.call(function, args, kwargs)
+
+    return step
 
 
 def start(recorder):
