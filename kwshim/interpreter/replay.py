@@ -18,8 +18,10 @@ Later batches replay the steps on their own arguments (``Trace.replay``): no fro
 is read again there; another value is a ``Miss``, and the body runs and is recorded again. Stores
 wait in the batch's ``StoreLog`` until it commits, so a replay that misses has written nothing.
 
-A body that hands a recorded step a value no step made cannot be replayed (a loop index that
-differs between programs, ``tl.sort``'s CPU path, a tuple or tensor descriptor argument): its
+A loop whose bounds differ between programs (``program_range``'s lockstep ``range``) records its trip
+count and each index as steps (``recorded``), and its index's arithmetic with ints too. A body
+that hands a recorded step a value no step made cannot be replayed (``tl.sort``'s CPU path, a tuple
+or tensor descriptor argument): its
 batches run the body each time, as before. A replay releases each slot after its last use, so it
 holds no more than the body's own run would; the traces kept are bounded (``_KEYS``, ``_PER_KEY``).
 """
