@@ -250,3 +250,23 @@ def test_the_builder_s_options_and_triton_s_environment_are_part_of_the_speciali
     assert replay.key(row_norm, Debugging(), {"a": 1}) != plain
     monkeypatch.setenv("TRITON_F32_DEFAULT", "ieee")
     assert replay.key(row_norm, _Builder(), {"a": 1}) != plain
+
+
+@triton.jit
+def _double(x):
+    return x * 2
+
+
+@triton.jit
+def applied(x_ptr, out_ptr, FUNCTION: tl.constexpr):
+    pid = tl.program_id(0)
+    tl.store(out_ptr + pid, FUNCTION(tl.load(x_ptr + pid)))
+
+
+@batching
+def test_a_kernel_given_a_jitted_function_as_a_constexpr_is_replayed():
+    before = _record(applied)
+    launches = [((4,), lambda: ((torch.arange(4.0), torch.zeros(4)), ())) for _ in range(2)]
+    batched = _same_as_the_loop(applied, launches, FUNCTION=_double)
+    assert batched[1][1].tolist() == [0.0, 2.0, 4.0, 6.0]
+    assert _record(applied)["replayed"] - before["replayed"] == 1

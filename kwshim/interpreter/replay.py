@@ -96,11 +96,17 @@ class _Guard:
         self.read, self.index, self.value = read, index, value
 
 
+@functools.lru_cache(maxsize=None)
 def _constant_types():
+    """What a trace may hold as a constant, and a key by value: immutable, hashable, or a function
+    (a jitted one passed as a constexpr, by identity)."""
     import triton.language as tl
 
+    kernels = tuple(kind for kind in (getattr(sys.modules.get("triton.runtime.jit"), "KernelInterface", None),
+                                      getattr(sys.modules.get(_INTERPRETER), "InterpretedFunction", None))
+                    if isinstance(kind, type))
     return (int, float, complex, bool, str, bytes, type(None), tl.dtype, enum.Enum, np.generic, np.dtype,
-            types.FunctionType, types.BuiltinFunctionType, type)
+            types.FunctionType, types.BuiltinFunctionType, type) + kernels
 
 
 class _Unrecordable(Exception):
