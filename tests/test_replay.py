@@ -270,3 +270,22 @@ def test_a_kernel_given_a_jitted_function_as_a_constexpr_is_replayed():
     batched = _same_as_the_loop(applied, launches, FUNCTION=_double)
     assert batched[1][1].tolist() == [0.0, 2.0, 4.0, 6.0]
     assert _record(applied)["replayed"] - before["replayed"] == 1
+
+
+@triton.jit
+def store_then_steer(out_ptr, n):
+    """A store before the guard: a replay that misses there has stored into its batch's log only."""
+    pid = tl.program_id(0)
+    tl.store(out_ptr + pid, pid + 1)
+    if n > 4:
+        tl.store(out_ptr + pid, pid + 100)
+
+
+@batching
+def test_a_replay_that_misses_after_a_store_writes_nothing_of_its_own():
+    def launch(n):
+        return (4,), lambda: ((torch.zeros(4, dtype=torch.int32),), (n,))
+
+    batched = _same_as_the_loop(store_then_steer, [launch(3), launch(10), launch(3)])
+    assert batched[0][0].tolist() == [1, 2, 3, 4] and batched[1][0].tolist() == [100, 101, 102, 103]
+    assert batched[2][0].tolist() == [1, 2, 3, 4]
