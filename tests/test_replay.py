@@ -12,6 +12,7 @@ from kwshim.interpreter import language_patch, replay
 
 from .kernels import needs_block_loads
 from .test_programs import _same_bits, batching
+from .test_programs_runs import early_return
 
 
 @triton.jit
@@ -45,14 +46,6 @@ def lockstep(x_ptr, out_ptr, rows_per_program, BLOCK: tl.constexpr):
     cols = tl.arange(0, BLOCK)
     for row in range(pid * rows_per_program, (pid + 1) * rows_per_program):
         tl.store(out_ptr + row * BLOCK + cols, tl.load(x_ptr + row * BLOCK + cols) * 2)
-
-
-@triton.jit
-def early_return(out_ptr, n):
-    pid = tl.program_id(0)
-    if pid >= n:
-        return
-    tl.store(out_ptr + pid, pid + 1)
 
 
 def _record(kernel):
@@ -192,7 +185,7 @@ def test_a_trace_releases_every_slot_a_step_makes():
         (trace,) = [traces[0] for key, traces in replay._TRACES.items() if key[0].__qualname__ == name]
     inputs = {slot for _, slot in trace.inputs}
     released = [slot for step in trace.steps if isinstance(step, tuple) for slot in step[4]]
-    released += [slot for each in trace.guard_releases for slot in each]
+    released += [slot for step in trace.steps if not isinstance(step, tuple) for slot in step.release]
     assert sorted(released) == sorted(set(released))  # each once
     assert set(range(trace.size)) - inputs <= set(released)  # every slot a step made is let go
 

@@ -89,11 +89,12 @@ _BUILDER = _Builder()
 
 
 class _Guard:
-    """A step that reads a slot's value back into Python (``program_axis.truth`` or ``index``)."""
-    __slots__ = ("read", "index", "value")
+    """A step that reads a slot's value back into Python (``program_axis.truth`` or ``index``), and
+    the slots a replay lets go after it."""
+    __slots__ = ("read", "index", "value", "release")
 
-    def __init__(self, read, index, value):
-        self.read, self.index, self.value = read, index, value
+    def __init__(self, read, index, value, release=()):
+        self.read, self.index, self.value, self.release = read, index, value, release
 
 
 @functools.lru_cache(maxsize=None)
@@ -315,11 +316,10 @@ class Trace:
         releases = [[] for _ in recorder.steps]
         for slot, number in last.items():
             releases[number].append(slot)
-        self.steps = tuple(step if isinstance(step, _Guard) else
+        self.steps = tuple(_Guard(step.read, step.index, step.value, tuple(releases[number]))
+                           if isinstance(step, _Guard) else
                            (step[0], step[1], step[2], step[3], tuple(releases[number]))
                            for number, step in enumerate(recorder.steps))
-        self.guard_releases = tuple(tuple(releases[n]) if isinstance(s, _Guard) else ()
-                                    for n, s in enumerate(recorder.steps))
 
     def replay(self, builder, args):
         """The recorded steps on ``args``' handles (``Miss`` where a guard reads another value)."""
@@ -350,7 +350,7 @@ class Trace:
                 for item, each in zip(template.items, result):
                     bind(item, each)
 
-        for number, step in enumerate(self.steps):
+        for step in self.steps:
             if type(step) is _Guard:
                 try:
                     value = step.read(values[step.index])
@@ -358,7 +358,7 @@ class Trace:
                     raise Miss() from None
                 if value != step.value:
                     raise Miss()
-                for slot in self.guard_releases[number]:
+                for slot in step.release:
                     values[slot] = None
                 continue
             function, arguments, keywords, out, release = step
@@ -381,12 +381,18 @@ def tracing_builder_class(batched_class):
     return type("TracingBuilder", (batched_class,), recorded)
 
 
+def _call(function, args, kwargs, builder=None):
+    """``function(*args, **kwargs)`` (with ``builder`` first for a builder method), recorded by the
+    ``Recorder`` running, if any (``Recorder.call``)."""
+    recorder = _RECORDING
+    if recorder is None:
+        return function(*args, **kwargs) if builder is None else function(builder, *args, **kwargs)
+    return recorder.call(function, args, kwargs, builder)
+
+
 def _recording_method(function):
     def operation(self, *args, **kwargs):
-        recorder = _RECORDING
-        if recorder is None or recorder.depth or recorder.broken is not None:
-            return function(self, *args, **kwargs)
-        return recorder.call(function, args, kwargs, builder=self)
+        return _call(function, args, kwargs, builder=self)
 
     operation.__name__ = getattr(function, "__name__", "operation")
     return operation
@@ -399,10 +405,7 @@ def recording_class(reduce_or_scan):
     apply = reduce_or_scan.apply
 
     def recorded_apply(self, input):
-        recorder = _RECORDING
-        if recorder is None:
-            return apply(self, input)
-        return recorder.call(functools.partial(apply, self), (input,), {})
+        return _call(functools.partial(apply, self), (input,), {})
 
     namespace = {"apply": recorded_apply, "__module__": reduce_or_scan.__module__}
     return type(reduce_or_scan.__name__, (reduce_or_scan,), namespace)
@@ -429,10 +432,7 @@ def recorded(function):
 
     @functools.wraps(function)
     def step(*args, **kwargs):
-        recorder = _RECORDING
-        if recorder is None or recorder.depth or recorder.broken is not None:
-            return function(*args, **kwargs)
-        return recorder.call(function, args, kwargs)
+        return _call(function, args, kwargs)
 
     return step
 
