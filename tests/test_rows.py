@@ -193,3 +193,38 @@ def test_elements_of_two_widths_meet_where_only_the_wider_one_s_end_reaches_the_
     log.store(np.array([address], np.uint64), np.array([9], np.uint32), np.array([[True], [False]]))
     log.load(np.array([address + 2], np.uint64), np.array([[False], [True]]), 2)
     assert log.conflict() == "a program reads what another program (or itself, earlier) wrote in the launch"
+
+
+@triton.jit
+def swap_rows(a_ptr, b_ptr, BLOCK: tl.constexpr):
+    row = tl.program_id(0)
+    cols = tl.arange(0, BLOCK)
+    a = tl.load(a_ptr + row * BLOCK + cols)
+    b = tl.load(b_ptr + row * BLOCK + cols)
+    tl.store(a_ptr + row * BLOCK + cols, b)
+    tl.store(b_ptr + row * BLOCK + cols, a)
+
+
+@batching
+@needs_block_loads
+def test_a_loaded_row_is_a_view_of_the_memory_and_a_store_of_it_keeps_the_bits_it_loaded(strided_copies):
+    """Loads read the memory itself (no copy); the commit writes ``a``'s rows before ``b``'s, so a
+    store of the view ``a`` holds the bits it loaded, not ``b``'s, which the first store wrote there."""
+    torch.manual_seed(0)
+    a, b = torch.randn(96, 256), torch.randn(96, 256)
+    loaded = []
+    read = memory.read_rows
+
+    def kept(*args):
+        view = read(*args)
+        loaded.append(view)
+        return view
+
+    grid_module._FALLBACKS.pop(swap_rows.fn, None)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(memory, "read_rows", kept)
+        looped, batched = _both(swap_rows, (96,), lambda: (a.clone(), b.clone()), BLOCK=256)
+    _same_bits(looped, batched)
+    assert torch.equal(batched[0], b) and torch.equal(batched[1], a)
+    assert _reason(swap_rows) is None and strided_copies["write"] == 4  # two stores, the first chunk and the rest
+    assert loaded and all(view.base is not None and not view.flags.writeable for view in loaded)

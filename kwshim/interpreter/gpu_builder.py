@@ -118,7 +118,8 @@ def gpu_builder_class(base):
         def create_fneg(self, input):
             if input.dtype.scalar.is_fp8():
                 _refuse(f"negation of {_name(input.dtype.scalar)} values", "convert them to fp16 or fp32 first")
-            return TensorHandle(np.subtract(np.zeros_like(input.data), input.data), input.dtype.scalar)
+            # the H200 computes -x as 0 - x (parity: -(-0.0) is +0.0); a scalar zero, not a block of them
+            return TensorHandle(np.subtract(input.data.dtype.type(0), input.data), input.dtype.scalar)
 
         def create_dot(self, a, b, d, *args, **kwargs):
             if is_ml_dtype(a.data.dtype) or is_ml_dtype(b.data.dtype):

@@ -82,9 +82,14 @@ def _rows(starts, row_bytes, writing):
 
 def read_rows(starts, length, dtype):
     """(programs, ``length``) values of ``dtype``, each row read from its start, or None where the rows
-    are not equally spaced: one strided copy, the bytes the native loop reads."""
+    are not equally spaced: a read-only strided view of the memory itself, no copy. It holds the bytes
+    the native loop reads only while nothing writes there: a batch's stores wait until it ends
+    (``StoreLog``, which copies a stored value that is such a view)."""
     view = _rows(starts, length * dtype.itemsize, writing=False)
-    return None if view is None else view.copy().view(dtype)
+    if view is None:
+        return None
+    view.flags.writeable = False
+    return view.view(dtype)
 
 
 def write_rows(starts, values):

@@ -81,8 +81,8 @@ def prefix(ptrs, mask):
 
 
 def load(log, ptrs, mask, other, fewest):
-    """A load of row pointers under a prefix mask: one strided copy of each program's row (the
-    masked tail is ``other``), recorded as rows; None where the load is not that."""
+    """A load of row pointers under a prefix mask: a view of each program's row (``memory.read_rows``;
+    a masked tail, ``other``, makes a copy), recorded as rows; None where the load is not that."""
     length = prefix(ptrs, mask)
     if length is None:
         return None
@@ -91,13 +91,13 @@ def load(log, ptrs, mask, other, fewest):
     numpy_type = np.dtype(interpreter._get_np_dtype(element))
     if numpy_type.kind == "b" or numpy_type.itemsize != ptrs.width or ptrs.starts.size * length < fewest:
         return None
-    loaded = memory.read_rows(ptrs.starts, length, numpy_type)
+    view = loaded = memory.read_rows(ptrs.starts, length, numpy_type)
     if loaded is None:
         loaded = memory.gather(addresses(ptrs.starts, length, ptrs.width), numpy_type)
         if loaded is None:  # the general path records it
             return None
         loaded = loaded.reshape(ptrs.starts.size, length)
-    log.load_rows(ptrs.starts, length, ptrs.width)
+    log.load_rows(ptrs.starts, length, ptrs.width, view=view if length == ptrs.length else None)
     if length < ptrs.length:
         programs = max(ptrs.starts.size, 1 if other is None else other.data.shape[0])
         data = np.zeros((programs, ptrs.length), numpy_type)  # C order: a reduction adds as the loop's does

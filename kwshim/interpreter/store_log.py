@@ -34,6 +34,7 @@ class StoreLog:
         self._ordered = False  # two stores reach one address: commit orders the elements
         self._marks = None  # the writes marked on their addresses, where they could be
         self._rows_apart = False  # rows decided the batch: no two programs' stores meet (``rows_conflict``)
+        self._views = []  # loaded values that are views of the memory (``memory.read_rows``)
 
     def _step(self):
         return len(self.loads) + len(self.stores) + len(self.atomics)
@@ -45,18 +46,26 @@ class StoreLog:
         self.loads.append(record)
         return record
 
-    def store(self, addresses, values, mask):
-        self.stores.append(_Record(addresses, values, mask, self._step(), self.programs))
+    def _own(self, values):
+        """``values``, copied where they may be memory a load viewed: the commit may write there
+        before it writes them (``a = load(p); b = load(q); store(p, b); store(q, a)``)."""
+        return values.copy() if any(np.may_share_memory(values, view) for view in self._views) else values
 
-    def load_rows(self, starts, length, width):
+    def store(self, addresses, values, mask):
+        self.stores.append(_Record(addresses, self._own(values), mask, self._step(), self.programs))
+
+    def load_rows(self, starts, length, width, view=None):
         """A load of ``length`` elements of ``width`` bytes from each start (int64 byte addresses,
-        one per program, or one for all)."""
+        one per program, or one for all); ``view``: the values, where they are a view of the memory."""
         record = _Rows(starts, length, width, None, self._step(), self.programs)
         self.loads.append(record)
+        if view is not None:
+            self._views.append(view)
         return record
 
     def store_rows(self, starts, rows):
         """A store of each row of ``rows`` (programs or 1, length; the values' bits) from its start."""
+        rows = self._own(rows)
         programs = max(starts.size, rows.shape[0])
         starts = np.broadcast_to(starts, (programs,))
         rows = np.broadcast_to(rows, (programs, rows.shape[1]))
@@ -65,7 +74,7 @@ class StoreLog:
     def atomic(self, addresses, values, mask, apply, kind):
         """An atomic read-modify-write whose returned value the kernel does not use: applied at
         ``commit`` by ``apply`` (the interpreter's own), in the loop's order."""
-        self.atomics.append(_Record(addresses, values, mask, self._step(), self.programs, apply, kind))
+        self.atomics.append(_Record(addresses, self._own(values), mask, self._step(), self.programs, apply, kind))
 
     def largest(self):
         """The most elements one record moved (the chunk size follows it)."""
