@@ -4,9 +4,9 @@ Most kernels address a row per program: ``X_ptr += pid * stride`` and then
 ``tl.load(X_ptr + tl.arange(0, BLOCK), mask=tl.arange(0, BLOCK) < n)``. The interpreter makes a
 whole-launch block of int64 addresses for that, and the batch checked and gathered it element by
 element. Here ``addptr`` of a pointer per program and offsets that run up by one keeps only each
-program's start (``pointers_class``); a load or store under a mask that keeps a prefix of the row
-(``arange < n``, or none) is one strided copy (``memory.read_rows``, ``write_rows``), recorded as
-``records.Rows``. Anything else reads ``data`` and takes the general path: the block is made then.
+program's start (``pointers_class``); under a mask that keeps a prefix of the row (``arange < n``, or
+none) a load is a read-only view of the memory (``memory.read_rows``) and a store one strided copy
+(``write_rows``), recorded as ``records.Rows``. Anything else reads ``data`` and takes the general path: the block is made then.
 """
 
 import functools
