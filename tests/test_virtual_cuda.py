@@ -78,6 +78,107 @@ def test_what_cannot_be_emulated_fails_naming_kwshim(call, name):
     assert str(caught.value).startswith("kwshim: ") and name in str(caught.value)
 
 
+#: What the virtual device does not answer as the H200 yet: a tensor made for it is a CPU tensor.
+_DEVICE_TENSOR_ROWS = {"randn device=0 .device.type"}
+
+
+def test_calls_beside_the_kernels_answer_as_the_h200_s_cuda_build():
+    """Device indices, legacy tensor types, streams, generators, the version, nvtx, autocast and
+    ``triton.testing.do_bench``, against what the H200 answered (``parity/cuda_answers.py``)."""
+    import json
+
+    from parity import cuda_answers
+
+    with open(os.path.join(ROOT, "parity", "cuda_answers_h200.json")) as recorded:
+        h200 = json.load(recorded)
+    with kwshim.activate(device="cuda"):
+        here = cuda_answers.answers()
+    assert set(here) == set(h200)
+    differ = {row: (h200[row], here[row]) for row in h200 if h200[row] != here[row]}
+    assert set(differ) == _DEVICE_TENSOR_ROWS, differ
+    assert not torch.cuda.default_generators and torch.version.cuda is None  # off again
+
+
+@pytest.mark.parametrize("call", [lambda: torch.randn(2, device="cuda:1"), lambda: torch.ones(2).to("cuda:3"),
+                                  lambda: torch.ones(2).cuda(1), lambda: torch.zeros(2, device=1),
+                                  lambda: torch.ones(2).to(torch.device("cuda", 2))])
+def test_a_second_gpu_fails_as_on_a_one_gpu_machine_naming_kwshim(call):
+    with kwshim.activate(device="cuda"), pytest.raises(RuntimeError) as caught:
+        call()
+    assert type(caught.value).__name__ == "AcceleratorError" and str(caught.value).startswith(
+        "kwshim: the virtual CUDA device has one GPU (index 0)")
+
+
+def test_autocast_on_cuda_computes_in_fp16_by_default_and_custom_fwd_casts():
+    x = torch.randn(4, 4)
+
+    class Cast(torch.autograd.Function):
+        @staticmethod
+        @torch.amp.custom_fwd(device_type="cuda", cast_inputs=torch.float32)
+        def forward(ctx, tensor):
+            return tensor * 1
+
+        @staticmethod
+        @torch.amp.custom_bwd(device_type="cuda")
+        def backward(ctx, grad):
+            return grad
+
+    with kwshim.activate(device="cuda"), torch.autocast("cuda"):
+        assert (x @ x).dtype == torch.float16 and torch.is_autocast_enabled()
+        assert Cast.apply(x.half()).dtype == torch.float32
+
+
+KERNEL_TEST = """
+import torch, triton, triton.language as tl
+
+@triton.jit
+def add_one(x_ptr, BLOCK: tl.constexpr):
+    offsets = tl.arange(0, BLOCK)
+    tl.store(x_ptr + offsets, tl.load(x_ptr + offsets) + 1)
+
+def test_kernel():
+    x = torch.zeros(16, device="cuda")
+    add_one[(1,)](x, BLOCK=16)
+    assert x.eq(1).all() and torch.cuda.is_available()
+"""
+
+
+def _device_run(tmp_path, *args, interpret):
+    """``python -m *args`` in ``tmp_path`` (holding ``test_kernel.py``) under TRITON_INTERPRET=``interpret``."""
+    (tmp_path / "test_kernel.py").write_text(KERNEL_TEST)
+    return subprocess.run([sys.executable, "-m", *args], capture_output=True, text=True, cwd=tmp_path, timeout=300,
+                          env=environment(TRITON_INTERPRET=interpret))
+
+
+@needs_block_loads
+@pytest.mark.parametrize("spelling", ["true", "True"])
+def test_triton_interpret_spelled_true_runs_the_device_on_every_release(tmp_path, spelling):
+    done = _device_run(tmp_path, "pytest", "-q", "-p", "no:cacheprovider", "--kwshim", "--kwshim-device", "cuda",
+                       "test_kernel.py", interpret=spelling)
+    assert done.returncode == 0 and "1 passed" in done.stdout, done.stdout[-2000:] + done.stderr[-2000:]
+    said = f"kwshim: TRITON_INTERPRET={spelling} read as TRITON_INTERPRET=1"
+    assert (said in done.stdout) == (not _reads_true()), done.stdout[-2000:]
+
+
+def _reads_true():
+    """Whether this Triton's ``triton.jit`` reads TRITON_INTERPRET=true as the interpreter (3.4 on)."""
+    code = "import triton\ndef f(x):\n    pass\nprint(type(triton.jit(f)).__name__)\n"
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, timeout=300,
+                          env=environment(TRITON_INTERPRET="true"))
+    return "InterpretedFunction" in done.stdout
+
+
+def test_the_device_with_the_interpreter_off_is_one_line_at_each_door(tmp_path):
+    said = "device='cuda' runs kernels in Triton's interpreter, which is off here: set TRITON_INTERPRET=1"
+    done = _device_run(tmp_path, "pytest", "-q", "-p", "no:cacheprovider", "--kwshim", "--kwshim-device", "cuda",
+                       "test_kernel.py", interpret="0")
+    assert done.returncode == 4 and done.stderr.strip() == f"ERROR: kwshim: {said} before importing triton", \
+        done.stderr[-2000:]
+    done = _device_run(tmp_path, "kwshim", "run", "--device", "cuda", "-m", "json.tool", "--help", interpret="0")
+    assert done.returncode == 2 and done.stderr.strip() == f"kwshim run: {said} before importing triton", \
+        done.stderr[-2000:]
+
+
 def test_a_cuda_graph_class_can_still_be_named_in_an_annotation():
     with kwshim.activate(device="cuda"):
         assert isinstance(torch.cuda.CUDAGraph | None, type(int | None))  # transformers 5, at import
@@ -121,11 +222,12 @@ def test_a_nested_activation_cannot_change_the_device():
 
 SNAPSHOT = """
 import os; os.environ["TRITON_INTERPRET"] = "1"
-import importlib, torch, triton
+import importlib, torch, torch.cuda.nvtx, triton
 import torch.nn.attention.flex_attention as flex
 def snapshot():
     snap = {}
-    for owner in (torch, torch.cuda, torch.cuda.memory, torch.Tensor, torch.Tensor.__mro__[1], torch.autocast, flex):
+    for owner in (torch, torch.cuda, torch.cuda.memory, torch.Tensor, torch.Tensor.__mro__[1], torch.autocast, flex,
+                  torch.version, torch.cuda.nvtx, torch.amp.autocast_mode):
         for name, value in list(vars(owner).items()):
             snap[(str(owner), name)] = value
     try:

@@ -11,10 +11,19 @@ __all__ = ["start_up_problems", "interpreter_store_problem"]
 
 
 def start_up_problems() -> List[str]:
-    """TRITON_INTERPRET spelled so that the installed Triton ignores it (``true`` up to 3.3), or
-    the interpreter off where Triton finds no GPU driver ("0 active drivers" at the first launch).
+    """TRITON_INTERPRET spelled so that the installed Triton ignores it (``true`` up to 3.3): the
+    door reads it as ``1``, as later releases do, before any kernel is made (a line says so); or the
+    interpreter off where Triton finds no GPU driver ("0 active drivers" at the first launch).
     Raises ``TritonNotFoundError`` where no ``triton`` module is installed."""
     interpreted = compat.jit_makes_interpreted()
+    if compat.ignored_interpret_hint(interpreted, compat.triton_version()):
+        value = os.environ["TRITON_INTERPRET"]
+        os.environ["TRITON_INTERPRET"] = "1"
+        if compat.jit_makes_interpreted():
+            return [f"TRITON_INTERPRET={value} read as TRITON_INTERPRET=1 (Triton {compat.triton_version()} reads "
+                    f"only 1)"]
+        os.environ["TRITON_INTERPRET"] = value
+        interpreted = False
     hint = compat.ignored_interpret_hint(interpreted, compat.triton_version())
     if hint:
         return [hint]

@@ -83,7 +83,7 @@ def _activate(config):
 
     try:
         return activate_with(_named(config))
-    except (TypeError, ValueError) as exc:
+    except (TypeError, ValueError, RuntimeError) as exc:
         if str(exc).startswith("kwshim:"):
             raise pytest.UsageError(str(exc)) from None
         raise

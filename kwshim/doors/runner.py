@@ -30,17 +30,17 @@ def run_target(target: str, args: List[str], module: bool = False,
     except TritonNotFoundError as exc:
         print(f"kwshim run: {exc}", file=sys.stderr, flush=True)
         return 2
-    for line in problems + ([store] if store else []):
-        print(f"kwshim: {line}", file=sys.stderr, flush=True)
     from .switch import activate_with
 
     try:
         handle = activate_with({} if settings is None else settings)
-    except (TypeError, ValueError) as exc:
+    except (TypeError, ValueError, RuntimeError) as exc:  # one line: the start-up problems would repeat it
         if not str(exc).startswith("kwshim:"):
             raise
         print(f"kwshim run: {str(exc).replace('kwshim: ', '', 1)}", file=sys.stderr, flush=True)
         return 2
+    for line in problems + ([store] if store else []):
+        print(f"kwshim: {line}", file=sys.stderr, flush=True)
     saved_argv, saved_path0 = sys.argv[:], sys.path[0] if sys.path else None
     try:
         if module:

@@ -182,7 +182,7 @@ def _install(settings: Settings):
             interpreter.install(patch, settings.numerics)
             numerics = settings.numerics
         if settings.device is not None:
-            if not interpreting:
+            if not interpreting or not compat.jit_makes_interpreted():  # TRITON_INTERPRET=true: 1 up to 3.3
                 raise RuntimeError(f"kwshim: device={settings.device!r} runs kernels in Triton's interpreter, which is "
                                    f"off here: set TRITON_INTERPRET=1 before importing triton")
             from .. import virtual_cuda

@@ -6,7 +6,8 @@ whole-launch block of int64 addresses for that, and the batch checked and gather
 element. Here ``addptr`` of a pointer per program and offsets that run up by one keeps only each
 program's start (``pointers_class``); under a mask that keeps a prefix of the row (``arange < n``, or
 none) a load is a read-only view of the memory (``memory.read_rows``) and a store one strided copy
-(``write_rows``), recorded as ``records.Rows``. Anything else reads ``data`` and takes the general path: the block is made then.
+(``write_rows``), recorded as ``records.Rows``. Anything else reads ``data`` and takes the general
+path: the block is made then.
 """
 
 import functools

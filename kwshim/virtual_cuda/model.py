@@ -4,7 +4,7 @@ measures against (sm_90: capability (9, 0), 132 SMs, 141 GiB of HBM3e)."""
 
 from typing import NamedTuple
 
-__all__ = ["GPU", "H200"]
+__all__ = ["GPU", "H200", "CUDA_VERSION", "device_index"]
 
 
 class GPU(NamedTuple):
@@ -28,3 +28,21 @@ class GPU(NamedTuple):
 
 H200 = GPU(name="NVIDIA H200 (kwshim virtual device)", major=9, minor=0, multi_processor_count=132,
            total_memory=150_110_011_392)
+
+#: ``torch.version.cuda`` on the virtual device: the CUDA of the H200's torch (2.11.0+cu130).
+CUDA_VERSION = "13.0"
+
+
+def device_index(device=None):
+    """0 for the one virtual GPU (None, 0, "cuda", "cuda:0", a torch.device); for another index the
+    error a one-GPU machine raises (torch's ``AcceleratorError``, a ``RuntimeError``), naming kwshim."""
+    index = getattr(device, "index", device)
+    if isinstance(device, str):
+        index = int(device.split(":")[1]) if ":" in device else None
+    if index not in (None, 0, -1):
+        import torch
+
+        error = getattr(torch, "AcceleratorError", RuntimeError)
+        raise error(f"kwshim: the virtual CUDA device has one GPU (index 0); device {device!r} does not exist "
+                    "(a one-GPU machine raises 'invalid device ordinal')")
+    return 0

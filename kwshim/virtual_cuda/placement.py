@@ -17,19 +17,38 @@ without a tensor subclass (``FakeTensor``), so ``x.device.type == "cuda"`` is Fa
 
 import re
 
+from . import torch_cuda
+from .model import device_index
+
 __all__ = ["install", "factory_names"]
 
 _CUDA = re.compile(r"cuda(:\d+)?$")
 
 
-def _on_cpu(value):
-    """``value`` with a CUDA device in it made the CPU; anything else as it is."""
+def _on_cpu(value, index=False):
+    """``value`` with a CUDA device in it made the CPU (``index``: an int is a device's index too, as
+    torch reads ``device=0``); anything else as it is. A device other than the one GPU raises."""
     import torch
 
     if isinstance(value, torch.device):
-        return torch.device("cpu") if value.type == "cuda" else value
-    if isinstance(value, str) and _CUDA.match(value):
+        if value.type != "cuda":
+            return value
+        device_index(value)
+        return torch.device("cpu")
+    if isinstance(value, str) and _CUDA.match(value) or index and type(value) is int:
+        device_index(value)
         return "cpu"
+    return value
+
+
+def _legacy_type(value):
+    """A legacy CUDA tensor type (``torch.cuda.FloatTensor``, or its name) as the CPU's."""
+    import torch
+
+    if isinstance(value, type(torch.FloatTensor)) and value.__module__ == "torch.cuda":
+        return getattr(torch, value.__name__)
+    if isinstance(value, str) and value.startswith("torch.cuda."):
+        return "torch." + value[len("torch.cuda."):]
     return value
 
 
@@ -39,7 +58,7 @@ def _placing(function):
         if kwargs:
             device = kwargs.get("device")
             if device is not None:
-                kwargs["device"] = _on_cpu(device)
+                kwargs["device"] = _on_cpu(device, index=True)
             if kwargs.get("pin_memory"):
                 kwargs["pin_memory"] = False
         return function(*args, **kwargs)
@@ -87,12 +106,29 @@ def install(patch) -> None:
         patch.setattr(tensor, name, _placing(getattr(tensor, name)))
     to = tensor.to
 
-    def moved(self, *args, **kwargs):
-        return to(self, *(_on_cpu(arg) for arg in args), **{k: _on_cpu(v) for k, v in kwargs.items()})
+    def moved(self, *args, **kwargs):  # the first positional argument may be a device's index: .to(0)
+        args = (_on_cpu(args[0], index=True),) + tuple(_on_cpu(arg) for arg in args[1:]) if args else args
+        return to(self, *args, **{k: _on_cpu(v, index=k == "device") for k, v in kwargs.items()})
+
+    def cuda(self, device=None, *args, **kwargs):
+        device_index(device)
+        return self
+
+    retype = tensor.type
+
+    def typed(self, *args, **kwargs):
+        return retype(self, *(_legacy_type(arg) for arg in args), **{k: _legacy_type(v) for k, v in kwargs.items()})
+
+    record_stream = tensor.record_stream
+
+    def recorded(self, stream):  # a CPU tensor's memory is freed when it is: nothing to record
+        return None if isinstance(stream, torch_cuda.Stream) else record_stream(self, stream)
 
     patch.setattr(tensor, "to", moved)
+    patch.setattr(tensor, "type", typed)
+    patch.setattr(tensor, "record_stream", recorded)
     patch.setattr(torch, "Generator", _generator_class(torch.Generator))
-    patch.setattr(tensor, "cuda", lambda self, *args, **kwargs: self)
+    patch.setattr(tensor, "cuda", cuda)
     patch.setattr(tensor, "pin_memory", lambda self, *args, **kwargs: self)
     patch.setattr(tensor, "is_pinned", lambda self, *args, **kwargs: False)
     is_cuda = vars(torch._C.TensorBase)["is_cuda"]  # the C property

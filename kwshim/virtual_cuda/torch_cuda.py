@@ -22,11 +22,13 @@ What is emulated, and how:
   matmul autocasts as CUDA's does; some pointwise and reduction ops differ).
 """
 
+import itertools
 import time
 
 from . import allocations
+from .model import CUDA_VERSION, device_index as _device_index
 
-__all__ = ["install"]
+__all__ = ["install", "Stream"]
 
 
 def _refusing(name):
@@ -59,16 +61,6 @@ class _Properties:
                 f"total_memory={self.total_memory // 2 ** 20}MB, multi_processor_count={self.multi_processor_count})")
 
 
-def _device_index(device=None):
-    """0 for the one virtual GPU (None, 0, "cuda", "cuda:0", a torch.device); else a clear error."""
-    index = getattr(device, "index", device)
-    if isinstance(device, str):
-        index = int(device.split(":")[1]) if ":" in device else None
-    if index not in (None, 0, -1):
-        raise RuntimeError(f"kwshim: the virtual CUDA device has one GPU (index 0); device {device!r} does not exist")
-    return 0
-
-
 class _DeviceGuard:
     """``torch.cuda.device(...)``: a context manager that changes nothing (there is one GPU)."""
 
@@ -82,12 +74,18 @@ class _DeviceGuard:
         return False
 
 
-class _Stream:
-    """A stream on the CPU: work is done when it is queued."""
+class Stream:
+    """A stream on the CPU: work is done when it is queued. The default stream's handle
+    (``cuda_stream``) is 0, as CUDA's; every other stream has a handle of its own."""
+
+    _handles = itertools.count(1)
 
     def __init__(self, device=None, priority=0, **kwargs):
-        self.device = _device_index(device)
-        self.priority = priority
+        import torch
+
+        self.device_index = _device_index(device)
+        self.device, self.priority = torch.device("cuda", 0), priority
+        self.cuda_stream = self.stream_id = 0 if kwargs.get("stream_id") == 0 else next(Stream._handles)
 
     def synchronize(self):
         pass
@@ -113,7 +111,7 @@ class _Stream:
         return False
 
     def __eq__(self, other):
-        return isinstance(other, _Stream)
+        return isinstance(other, Stream)
 
     def __hash__(self):
         return 0
@@ -167,7 +165,7 @@ def install(patch, gpu) -> None:
 
     cuda, cpu = torch.cuda, torch.default_generator
     properties = _Properties(gpu)
-    default_stream = _Stream()
+    default_stream = Stream(stream_id=0)
     answers = {
         "is_available": lambda: True,
         "is_initialized": lambda: True,
@@ -190,7 +188,7 @@ def install(patch, gpu) -> None:
         "initial_seed": lambda: cpu.initial_seed(),
         "get_rng_state": lambda device="cuda": torch.get_rng_state(),
         "set_rng_state": lambda state, device="cuda": torch.set_rng_state(state),
-        "Stream": _Stream,
+        "Stream": Stream,
         "Event": _Event,
         "current_stream": lambda device=None: default_stream,
         "default_stream": lambda device=None: default_stream,
@@ -206,17 +204,65 @@ def install(patch, gpu) -> None:
         if hasattr(cuda, name):
             patch.setattr(cuda, name, value)
     patch.setattr(cuda.memory, "mem_get_info", answers["mem_get_info"])
+    patch.setattr(cuda, "default_generators", (cpu,))  # "cuda" tensors are made by the CPU's generator
+    patch.setattr(torch.version, "cuda", CUDA_VERSION)
+    import torch.cuda.nvtx
+
+    patch.setattr(torch.cuda.nvtx, "_nvtx", _Nvtx())
     allocations.install(patch, _device_index, _refusing)
     _install_autocast(patch, torch)
 
 
+class _Nvtx:
+    """NVTX as on a CUDA machine that runs no profiler: a push or pop answers -2 (NVTX's
+    ``NVTX_NO_PUSH_POP_TRACKING``, measured on the H200), a range's id is 0, nothing is recorded."""
+
+    def rangePushA(self, message):
+        return -2
+
+    def rangePop(self):
+        return -2
+
+    def rangeStartA(self, message):
+        return 0
+
+    def rangeEnd(self, range_id):
+        return None
+
+    def markA(self, message):
+        return None
+
+    def deviceRangeStart(self, message, stream):
+        return None
+
+    def deviceRangeEnd(self, range_handle, stream):
+        return None
+
+
 def _install_autocast(patch, torch):
-    """``torch.autocast("cuda")`` as the CPU's autocast: bare, it warns and disables itself, and the
-    suite computes in fp32 where a GPU computes in bf16 or fp16."""
-    autocast = torch.autocast
+    """``torch.autocast("cuda")`` as the CPU's autocast (bare, it warns and disables itself, and the
+    suite computes in fp32 where a GPU computes in bf16 or fp16), fp16 where no dtype is given, as
+    CUDA's; ``is_autocast_enabled``, ``get_autocast_dtype`` and ``custom_fwd``'s casts read "cuda" as
+    the CPU's. A CPU autocast of the suite's own is therefore read as "cuda" too."""
+    autocast, mode = torch.autocast, torch.amp.autocast_mode
     original = vars(autocast)["__init__"]
+    enabled, dtype_of, cast = torch.is_autocast_enabled, torch.get_autocast_dtype, mode._cast
 
     def __init__(self, device_type, *args, **kwargs):
+        if device_type == "cuda" and not args and kwargs.get("dtype") is None:
+            kwargs["dtype"] = torch.float16
         original(self, "cpu" if device_type == "cuda" else device_type, *args, **kwargs)
 
+    def is_autocast_enabled(device_type="cuda"):  # torch's own: no argument is "cuda"
+        return enabled("cpu" if device_type == "cuda" else device_type)
+
+    def get_autocast_dtype(device_type):
+        return dtype_of("cpu") if device_type == "cuda" and enabled("cpu") else dtype_of(device_type)
+
+    def _cast(value, device_type, dtype):
+        return cast(value, "cpu" if device_type == "cuda" else device_type, dtype)
+
     patch.setattr(autocast, "__init__", __init__)
+    patch.setattr(torch, "is_autocast_enabled", is_autocast_enabled)
+    patch.setattr(torch, "get_autocast_dtype", get_autocast_dtype)
+    patch.setattr(mode, "_cast", _cast)
