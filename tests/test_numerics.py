@@ -181,6 +181,27 @@ def test_bf16_atomic_add_adds():
     assert acc.tolist() == [1.5, 2.5, 3.5, 4.5]
 
 
+@triton.jit
+def accumulate_tile(acc_ptr, x_ptr, old_ptr, N: tl.constexpr):
+    """A 2-D block of pointers, two elements to each address (Triton's own
+    ``test_tensor_atomic_add_non_exclusive_offset``), and the values before each add stored."""
+    i = tl.arange(0, N)
+    offsets = i[:, None] * N + i[None, :]
+    tl.store(old_ptr + offsets, tl.atomic_add(acc_ptr + offsets // 2, tl.load(x_ptr + offsets)))
+
+
+@needs_gpu_arithmetic
+@pytest.mark.parametrize("grid", ["sequential", "batched"])
+def test_fp16_atomic_add_of_a_2d_block_adds_in_order_and_returns_what_it_found(grid):
+    x = torch.tensor([0.5, 0.25, 1.0, 2.0, 4.0, 8.0, 16.0, 32.0, 64.0, 128.0, 256.0, 512.0, 1024.0, 2048.0, 3.0, 5.0],
+                     dtype=torch.float16)
+    acc, old = torch.zeros(8, dtype=torch.float16), torch.full((16,), -1.0, dtype=torch.float16)
+    with kwshim.activate(grid=grid):
+        accumulate_tile[(1,)](acc, x, old, N=4)
+    assert torch.equal(acc, x[0::2] + x[1::2])
+    assert torch.equal(old, torch.stack([torch.zeros(8, dtype=torch.float16), x[0::2]], dim=1).reshape(-1))
+
+
 def test_without_ml_dtypes_a_bf16_kernel_fails_naming_kwshim_and_an_fp32_one_runs():
     code = f"""
 import sys

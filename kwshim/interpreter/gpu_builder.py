@@ -212,10 +212,12 @@ def gpu_builder_class(base):
 
 def _atomic_add(native, pointers, values, mask):
     """``*p += v`` element by element, in order, returning the values before each add (what the
-    GPU's ``atom.add.bf16`` returns); the interpreter's native atomics have no bf16."""
+    GPU's ``atom.add.bf16`` returns), in the pointers' shape; the interpreter's native atomics have
+    no bf16. The values and mask broadcast to the pointers' block before it is flattened, as the GPU's."""
+    shape = pointers.shape
+    values = np.broadcast_to(values, shape).reshape(-1)
+    mask = np.broadcast_to(mask, shape).reshape(-1)
     pointers = pointers.reshape(-1)
-    values = np.broadcast_to(values, pointers.shape).reshape(-1)
-    mask = np.broadcast_to(mask, pointers.shape).reshape(-1)
     bits = bits_type(values.dtype)  # the native load and store take NumPy's own types
     before = np.zeros(pointers.shape, dtype=values.dtype)
     one, nothing = np.ones(1, dtype=bool), np.zeros(1, dtype=bits)
@@ -224,7 +226,7 @@ def _atomic_add(native, pointers, values, mask):
         current = native.load(address, one, nothing, bits).view(values.dtype)
         before[index] = current[0]
         native.store(address, (current + values[index:index + 1]).astype(values.dtype).view(bits), one)
-    return before
+    return before.reshape(shape)
 
 
 #: The builder's float operations: on fp8 operands compiled Triton cannot lower them for sm_90.
