@@ -126,3 +126,18 @@ def test_a_range_over_a_scalar_argument_takes_no_deprecated_conversion_under_the
     assert out.tolist() == [12.0, 15.0, 8.0, 10.0]  # 0+4+8, 1+5+9, 2+6, 3+7
     assert vars(interpreter).get("_patch_lang_tensor") is before
     assert vars(tl.core.tensor).get("__index__") is index
+
+
+@needs_block_loads
+@pytest.mark.parametrize("grid", ["sequential", "batched"])
+def test_a_builtin_named_by_a_global_of_the_library_s_own_runs_as_compiled_triton_resolves_it(grid):
+    """fla's ``gather = tl.gather``: the interpreter patches ``triton.language``'s modules for a launch,
+    not other names for their functions ("Did you forget to add @triton.jit?" bare)."""
+    from .fixtures import language_aliases
+
+    x, out = torch.tensor([-3.0, -0.5, 0.0, 2.0] * 4), torch.zeros(16)
+    originals = (language_aliases.maximum, language_aliases.exp2)
+    with kwshim.activate(grid=grid):
+        language_aliases.exp2_of_magnitude[(1,)](x, out, BLOCK=16)
+    assert torch.equal(out, torch.tensor([8.0, 2 ** 0.5, 1.0, 4.0] * 4))
+    assert (language_aliases.maximum, language_aliases.exp2) == originals  # the launch's forwarders are gone

@@ -68,13 +68,15 @@ def arithmetic_module():
 def launch_scope(fn):
     """``scoped(function, *args, **kwargs)``: an interpreter launch of the kernel whose function is
     ``fn``, serialized on ``LAUNCH_LOCK``, run with the GPU's arithmetic set (unless the switch holds
-    it) and the libdevice functions and modules ``fn`` or its jitted helpers name as globals; None
-    where nothing is."""
+    it), the libdevice functions and modules ``fn`` or its jitted helpers name as globals, and
+    forwarders for the ``triton.language`` builtins they name by globals of their own; None where
+    nothing is."""
     from ..patching import Scope
     from .gpu_builder import entries
+    from .language_patch import builtin_alias_swaps
     from .libdevice import global_swaps
 
-    numerics, swaps = _numerics(), tuple(global_swaps(fn))
+    numerics, swaps = _numerics(), tuple(global_swaps(fn)) + tuple(builtin_alias_swaps(fn))
     if not swaps:
         return _quietly(numerics.call) if entries() else None  # 2.x: no module-wide builder to compute with
     both, only = Scope(entries() + swaps, LAUNCH_LOCK), Scope(swaps, LAUNCH_LOCK)

@@ -6,11 +6,20 @@ launch (``replay``) runs no front end, so it needs none. While the switch is on,
 ``_patch_lang`` is deferred (``DeferredLanguage``); the grid seam (``programs``) makes it before
 anything that runs Triton's Python: the body, the loop, a grid callable. A jitted helper's
 ``_patch_lang`` is made at once, as before.
+
+The patch reaches ``triton.language``'s modules, not other names for their functions: a kernel that
+calls a builtin through a global of its own (flash-linear-attention's ``gather = tl.gather``) finds
+the unpatched builtin ("Did you forget to add @triton.jit?"), where compiled Triton resolves the
+name as the builtin. ``builtin_alias_swaps`` gives such globals a forwarder for the launch.
 """
 
+import functools
+import sys
 import threading
+from typing import Any, List, Set, Tuple
 
-__all__ = ["DeferredLanguage", "deferring_patch_lang", "defer_language", "deferred_language"]
+__all__ = ["DeferredLanguage", "deferring_patch_lang", "defer_language", "deferred_language", "reached_globals",
+           "builtin_alias_swaps"]
 
 
 class DeferredLanguage:
@@ -57,3 +66,53 @@ def deferred_language():
     language = getattr(_PENDING, "language", None)
     _PENDING.fn, _PENDING.language = None, None
     return language
+
+
+def reached_globals(fn) -> Tuple[List[Tuple[dict, str, Any]], Set[str]]:
+    """(globals, name, value) for every global that ``fn`` or a jitted helper it reaches names, and
+    every name their code uses (a global's, or an attribute's)."""
+    reached: List[Tuple[dict, str, Any]] = []
+    seen, used, pending = set(), set(), [fn]
+    while pending:
+        function = pending.pop()
+        if id(function) in seen or not hasattr(function, "__globals__"):
+            continue
+        seen.add(id(function))
+        names = set(function.__code__.co_names)
+        used |= names
+        for name in sorted(names):
+            value = function.__globals__.get(name)
+            if value is None:
+                continue
+            reached.append((function.__globals__, name, value))
+            if hasattr(value, "fn") and hasattr(value.fn, "__globals__"):  # a jitted helper
+                pending.append(value.fn)
+    return reached, used
+
+
+def builtin_alias_swaps(fn) -> List[Tuple[dict, str, Any]]:
+    """(globals, name, forwarder) for every ``triton.language`` builtin that ``fn`` or a jitted helper
+    names by a global of its own (``gather = tl.gather``; not ``tl`` itself): the forwarder calls
+    the module's attribute of that name when called (the interpreter's patched one in a launch),
+    and is a builtin itself, as the original is to compiled Triton."""
+    language = sys.modules.get("triton.language")
+    if language is None:
+        return []
+    is_builtin = language.core.is_builtin
+    swaps = []
+    for scope, name, value in reached_globals(fn)[0]:
+        if not is_builtin(value) or not hasattr(value, "__name__"):
+            continue
+        module = language.math if str(getattr(value, "__module__", "")).endswith(".math") else language
+        current = vars(module).get(value.__name__)
+        if current is None or current is not value and is_builtin(current):  # another builtin has the name
+            continue
+        swaps.append((scope, name, _forwarder(module, value.__name__, value)))
+    return swaps
+
+
+def _forwarder(module, name, builtin):
+    def forward(*args, **kwargs):
+        return getattr(module, name)(*args, **kwargs)
+
+    return functools.update_wrapper(forward, builtin)  # its __dict__ too: the builtin's mark

@@ -228,27 +228,15 @@ def global_swaps(fn) -> List[Tuple[Any, str, Any]]:
     at import, which patching the module does not reach); and (module, name, CPU implementation)
     for every function such code reaches through a chain of attributes
     (``tl.extra.cuda.libdevice.exp``): the names it uses, of the loaded libdevice modules."""
+    from .language_patch import reached_globals
+
     functions, modules, _ = _replacements()
+    reached, used = reached_globals(fn)
     swaps: List[Tuple[Any, str, Any]] = []
-    seen = set()
-    pending = [fn]
-    used: set = set()
-    while pending:
-        function = pending.pop()
-        if id(function) in seen or not hasattr(function, "__globals__"):
-            continue
-        seen.add(id(function))
-        names = set(function.__code__.co_names)
-        used |= names
-        for name in names:
-            value = function.__globals__.get(name)
-            if value is None:
-                continue
-            replacement = functions.get(id(value)) or modules.get(id(value))
-            if replacement is not None:
-                swaps.append((function.__globals__, name, replacement))
-            elif hasattr(value, "fn") and hasattr(value.fn, "__globals__"):  # a jitted helper
-                pending.append(value.fn)
+    for scope, name, value in reached:
+        replacement = functions.get(id(value)) or modules.get(id(value))
+        if replacement is not None:
+            swaps.append((scope, name, replacement))
     if "libdevice" in used:  # reached as an attribute of a module
         for module_name in _MODULES:
             module = sys.modules.get(module_name)
