@@ -268,8 +268,10 @@ def _refusing_fp8(name, operation, ufunc=None):
     return checked
 
 
-def _refusing_fp8_inputs(cls):
-    """A subclass of the interpreter's reduce or scan class refusing fp8 inputs as compiled Triton does."""
+def _gpu_reductions(cls):
+    """A subclass of the interpreter's reduce or scan class computing as compiled Triton does: fp8
+    inputs refused, and an int1 sum or cumsum added in int1, where one plus one wraps to zero (the
+    parity of the count: ``tl.sum(x, dtype=tl.int1)``; NumPy's bool sum is a logical or)."""
 
     def apply(self, input):
         for value in input if isinstance(input, (tuple, list)) else (input,):
@@ -278,7 +280,29 @@ def _refusing_fp8_inputs(cls):
                 _refuse(f"a reduction or scan of {_name(dtype)} values", "convert them to fp16 or fp32 first")
         return cls.apply(self, input)
 
-    return type(cls.__name__, (cls,), {"apply": apply, "__module__": __name__})
+    interpreter = sys.modules[_INTERPRETER]
+    tl, TensorHandle = interpreter.tl, interpreter.TensorHandle
+
+    def typed(tensor, data, scalar):  # ``tensor``'s shape, of another element type
+        kind = tl.block_type(scalar, list(tensor.type.shape)) if tensor.type.is_block() else scalar
+        return tl.core.tensor(TensorHandle(data.astype(interpreter._get_np_dtype(scalar)), scalar), kind)
+
+    def in_int1(operation):
+        def added(self, input):
+            if input.dtype.scalar.name != "int1":
+                return operation(self, input)
+            result = operation(self, typed(input, input.handle.data, tl.int32))  # the counts
+            results = result if isinstance(result, list) else [result]
+            wrapped = [typed(r, r.handle.data % 2, tl.int1) for r in results]
+            return wrapped if isinstance(result, list) else wrapped[0]
+
+        return added
+
+    namespace = {"apply": apply, "__module__": __name__}
+    for name in ("sum", "cumsum"):
+        if callable(getattr(cls, name, None)):
+            namespace[name] = in_int1(getattr(cls, name))
+    return type(cls.__name__, (cls,), namespace)
 
 
 @functools.lru_cache(maxsize=None)
@@ -314,9 +338,9 @@ def entries(numerics: str = "gpu"):
 @functools.lru_cache(maxsize=None)
 def _format_entries():
     """The entries every numerics shares: the dtype table with bf16 and fp8 as ``ml_dtypes`` types,
-    and the reduce and scan classes refusing fp8 (module globals: set as dict entries, no class is
-    modified)."""
+    and the reduce and scan classes refusing fp8 and adding int1 in int1 (module globals: set as
+    dict entries, no class is modified)."""
     _, _, np_dtype, operations = _originals()
     namespace = vars(sys.modules[_INTERPRETER])
     return ((namespace, "_get_np_dtype", numpy_dtype_function(np_dtype)),
-            *((namespace, name, _refusing_fp8_inputs(original)) for name, original in operations.items()))
+            *((namespace, name, _gpu_reductions(original)) for name, original in operations.items()))
