@@ -30,8 +30,8 @@ def results(device):
     found = {}
     for name, pattern in PATTERNS.items():
         x = torch.tensor((pattern * 32)[:32], dtype=torch.int32, device=device)
-        total, running = torch.zeros(1, dtype=torch.int32, device=device), torch.zeros(32, dtype=torch.int32,
-                                                                                        device=device)
+        total = torch.zeros(1, dtype=torch.int32, device=device)
+        running = torch.zeros(32, dtype=torch.int32, device=device)
         int1_sums[(1,)](x, total, running, N=32)
         found[name] = {"sum": int(total[0]), "cumsum": running.tolist()}
     return found
