@@ -17,13 +17,12 @@ def start_up_problems() -> List[str]:
     Raises ``TritonNotFoundError`` where no ``triton`` module is installed."""
     interpreted = compat.jit_makes_interpreted()
     if compat.ignored_interpret_hint(interpreted, compat.triton_version()):
-        value = os.environ["TRITON_INTERPRET"]
+        spelled = os.environ["TRITON_INTERPRET"]
         os.environ["TRITON_INTERPRET"] = "1"
         if compat.jit_makes_interpreted():
-            return [f"TRITON_INTERPRET={value} read as TRITON_INTERPRET=1 (Triton {compat.triton_version()} reads "
+            return [f"TRITON_INTERPRET={spelled} read as TRITON_INTERPRET=1 (Triton {compat.triton_version()} reads "
                     f"only 1)"]
-        os.environ["TRITON_INTERPRET"] = value
-        interpreted = False
+        os.environ["TRITON_INTERPRET"] = spelled
     hint = compat.ignored_interpret_hint(interpreted, compat.triton_version())
     if hint:
         return [hint]

@@ -7,6 +7,7 @@ switch is on (``install``) and around each launch of a wrapped kernel (``launch_
 - ``conversions``: casts as the GPU's ``cvt`` (saturating, ``satfinite``, rounding modes);
 - ``gpu_builder``: the interpreter's builder computing as the GPU does (casts, ``-x``, ``x // 0``,
   bf16 atomics and dots, and what compiled Triton refuses);
+- ``special_registers``: ``tl.extra.cuda``'s ``globaltimer``, ``smid``, ``num_warps``, ``num_threads``;
 - ``gpu_arithmetic`` (with ``fma``): ``numerics="gpu"``, where the GPU's arithmetic is not IEEE's
   (fused multiply-adds, tensor-core dots);
 - ``programs`` (with ``program_axis``): the ``grid`` setting, a launch's programs run together with a
@@ -19,7 +20,7 @@ interpreted, so ``import kwshim`` stays free of it.
 import functools
 import threading
 
-__all__ = ["install", "use_numerics", "launch_scope", "arithmetic_module", "LAUNCH_LOCK"]
+__all__ = ["install", "use_numerics", "launch_scope", "arithmetic_module", "special_registers_module", "LAUNCH_LOCK"]
 
 #: Serializes what interpreted launches share: the interpreter's one builder object and module
 #: globals (the GPU arithmetic sets them for a launch), and from 3.6 ``triton.language``, which the
@@ -41,12 +42,13 @@ def install(patch, numerics: str = "gpu") -> None:
     """The interpreter's fixes, its arithmetic (``numerics``: ``settings.NUMERICS``), libdevice on
     the CPU and the grid seam (which runs a launch's programs as the ``grid`` setting in force
     says), through ``patch`` (the switch's)."""
-    from . import fixes, libdevice, programs
+    from . import fixes, libdevice, programs, special_registers
 
     fixes.install(patch)
     use_numerics(patch, numerics)
     patch.setattr(_numerics(), "held", True)  # launches find them in place and set nothing
     libdevice.install(patch)
+    special_registers.install(patch)
     programs.install(patch)
 
 
@@ -65,6 +67,13 @@ def arithmetic_module():
     return module
 
 
+def special_registers_module():
+    """The ``special_registers`` module (imported on first use: it needs NumPy)."""
+    from . import special_registers as module
+
+    return module
+
+
 def launch_scope(fn):
     """``scoped(function, *args, **kwargs)``: an interpreter launch of the kernel whose function is
     ``fn``, serialized on ``LAUNCH_LOCK``, run with the GPU's arithmetic set (unless the switch holds
@@ -76,7 +85,10 @@ def launch_scope(fn):
     from .language_patch import builtin_alias_swaps
     from .libdevice import global_swaps
 
-    numerics, swaps = _numerics(), tuple(global_swaps(fn)) + tuple(builtin_alias_swaps(fn))
+    swaps = global_swaps(fn)
+    taken = {(id(owner), name) for owner, name, _ in swaps}  # a libdevice function bound by name is libdevice's
+    numerics = _numerics()
+    swaps = tuple(swaps) + tuple(swap for swap in builtin_alias_swaps(fn) if (id(swap[0]), swap[1]) not in taken)
     if not swaps:
         return _quietly(numerics.call) if entries() else None  # 2.x: no module-wide builder to compute with
     both, only = Scope(entries() + swaps, LAUNCH_LOCK), Scope(swaps, LAUNCH_LOCK)

@@ -22,7 +22,7 @@ import sys
 import numpy as np
 
 from .. import compat
-from . import conversions
+from . import conversions, special_registers
 from .fma import fma
 from .formats import ML_DTYPES, bits_type, is_fp8, is_ml_dtype, numpy_dtype_function
 
@@ -146,6 +146,11 @@ def gpu_builder_class(base):
 
         def create_minnumf(self, lhs, rhs):
             return self.binary_op(lhs, rhs, np.fmin)
+
+        def create_inline_asm(self, inlineAsm, constraints, values, type, isPure, pack):
+            read = special_registers.read(self, inlineAsm, values, type)  # %globaltimer, %smid
+            return base.create_inline_asm(self, inlineAsm, constraints, values, type, isPure, pack) \
+                if read is None else read
 
         def create_atomic_rmw(self, rmwOp, ptr, val, mask, sem, scope):
             if not (is_ml_dtype(val.data.dtype) or (rmwOp == fadd and val.data.dtype == np.float16)):

@@ -93,8 +93,8 @@ def reached_globals(fn) -> Tuple[List[Tuple[dict, str, Any]], Set[str]]:
 def builtin_alias_swaps(fn) -> List[Tuple[dict, str, Any]]:
     """(globals, name, forwarder) for every ``triton.language`` builtin that ``fn`` or a jitted helper
     names by a global of its own (``gather = tl.gather``; not ``tl`` itself): the forwarder calls
-    the module's attribute of that name when called (the interpreter's patched one in a launch),
-    and is a builtin itself, as the original is to compiled Triton."""
+    the module's attribute of that name when called (the interpreter's patched one in a launch, or
+    kwshim's for ``tl.extra.cuda``'s), and is a builtin itself, as the original is to compiled Triton."""
     language = sys.modules.get("triton.language")
     if language is None:
         return []
@@ -103,8 +103,10 @@ def builtin_alias_swaps(fn) -> List[Tuple[dict, str, Any]]:
     for scope, name, value in reached_globals(fn)[0]:
         if not is_builtin(value) or not hasattr(value, "__name__"):
             continue
-        module = language.math if str(getattr(value, "__module__", "")).endswith(".math") else language
-        current = vars(module).get(value.__name__)
+        home = str(getattr(value, "__module__", ""))
+        module = language.math if home.endswith(".math") else \
+            sys.modules.get(home) if home.startswith("triton.language.extra.") else language
+        current = vars(module).get(value.__name__) if module is not None else None
         if current is None or current is not value and is_builtin(current):  # another builtin has the name
             continue
         swaps.append((scope, name, _forwarder(module, value.__name__, value)))

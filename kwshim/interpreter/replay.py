@@ -6,7 +6,8 @@ helper) costs more than the arithmetic. Yet the body makes the same operations e
 as what steers its Python is the same. Those are the guards:
 
 - the specialization (``key``): the kernel, the builder's class (the numerics) and options,
-  Triton's environment variables (``TRITON_*``: knobs the front end reads), each tensor argument's
+  Triton's environment variables (``TRITON_*``: knobs the front end reads), the launch's
+  ``num_warps`` (``tl.extra.cuda.num_warps()``), each tensor argument's
   Triton type and its handle's NumPy type and shape, and every other argument's value (constexprs,
   and floats, which the body turns into constants);
 - every value the body reads from a tensor: ``bool()`` and ``index()``, that is ``if``, ``while``
@@ -36,7 +37,7 @@ from collections import OrderedDict
 
 import numpy as np
 
-from . import program_axis
+from . import program_axis, special_registers
 
 __all__ = ["Miss", "Recorder", "Trace", "key", "traces", "keep", "clear", "tracing_builder_class",
            "recording_class", "recorded"]
@@ -126,7 +127,7 @@ def key(fn, builder, args):
     except TypeError:
         options = repr(options)
     knobs = tuple(sorted(item for item in os.environ.items() if item[0].startswith("TRITON_")))
-    parts = [fn, type(builder), options, knobs]
+    parts = [fn, type(builder), options, knobs, special_registers.launch_warps]  # tl.extra.cuda.num_warps()
     for name, value in args.items():
         if isinstance(value, tl.core.tensor):
             handle = value.handle

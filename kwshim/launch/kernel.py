@@ -108,14 +108,16 @@ class LaunchPaths:
                 positional, keywords = bound, empty
             if convert is not None:
                 positional = convert(positional)
-            fusion = "enable_fp_fusion" in kwargs
-            if not hooks and not fusion:
+            fusion, warps = "enable_fp_fusion" in kwargs, "num_warps" in kwargs
+            if not hooks and not fusion and not warps:
                 return raw(grid, positional, keywords)
             with (lock or _LAUNCH_LOCK), Patch() as patch:
                 if hooks:  # the interpreter must not call the hooks again
                     patch.setattr(kernel, "pre_run_hooks", [])
                 if fusion:  # a launch option the interpreter drops: the GPU arithmetic follows it
                     patch.setattr(interpreter.arithmetic_module(), "requested_fusion", bool(kwargs["enable_fp_fusion"]))
+                if warps:  # ... and tl.extra.cuda.num_warps() answers it
+                    patch.setattr(interpreter.special_registers_module(), "launch_warps", kwargs["num_warps"])
                 return raw(grid, positional, keywords)
 
         def launcher_for(grid):

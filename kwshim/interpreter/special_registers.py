@@ -1,0 +1,122 @@
+"""The GPU's special registers in an interpreted kernel: ``tl.extra.cuda``'s ``globaltimer``, ``smid``,
+``num_warps`` and ``num_threads``, answered as on the H200.
+
+Bare, each raises in the interpreter: its patch of ``triton.language`` for a launch does not reach
+``tl.extra.cuda`` ("Did you forget to add @triton.jit?"); ``globaltimer`` and ``smid`` are inline
+assembly reading ``%globaltimer`` and ``%smid`` ("inline_asm not supported in interpreter mode");
+``num_warps`` and ``num_threads`` read the compiler's options, which the interpreter's builder lacks.
+
+- ``read``: inline assembly that only moves one special register into its result (the PTX
+  Triton's functions emit, or a kernel's own) is answered: ``%globaltimer`` with the CPU's clock in
+  nanoseconds (it rises, so a kernel that spins on it ends), ``%smid`` with the program's linear
+  index modulo the stated GPU's 132 SMs (in range; which SM runs a program is the hardware's
+  choice). Any other assembly raises as before.
+- ``install``: ``tl.extra.cuda``'s four functions run their release's own code with the
+  interpreter's front end (so its ``inline_asm_elementwise`` reaches the builder), ``num_warps``
+  being the launch's (``launch_warps``, set by the launch paths; 4, Triton's NVIDIA default, where
+  the launch gives none) and ``num_threads`` 32 times it.
+"""
+
+import importlib
+import inspect
+import sys
+import time
+
+import numpy as np
+
+__all__ = ["read", "install", "launch_warps", "SMS"]
+
+_INTERPRETER = "triton.runtime.interpreter"
+_MODULES = ("triton.language.extra.cuda", "triton.language.extra.cuda.utils")
+
+#: The stated GPU's SM count (the H200's), which ``%smid`` stays below.
+SMS = 132
+#: ``num_warps`` of the launch in progress (None: not given, Triton's default of 4). Set for the
+#: length of a launch by the launch paths (``launch.kernel``), under the launch lock.
+launch_warps = None
+
+_REGISTERS = {"mov.u64 $0, %globaltimer;": "globaltimer", "mov.u32 $0, %smid;": "smid"}
+
+
+def read(builder, asm, values, types):
+    """The results of ``asm`` (an ``inline_asm_elementwise`` of no operands reading one special
+    register) as ``builder``'s program sees them, or None where it is other assembly."""
+    register = _REGISTERS.get(" ".join(str(asm).split()))
+    if register is None or values or len(types) != 1:
+        return None
+    interpreter = sys.modules[_INTERPRETER]
+    element = types[0]
+    if register == "globaltimer":
+        value = time.time_ns()
+    else:
+        x, y, z = builder.grid_idx
+        _, rows, columns = builder.grid_dim
+        value = ((x * rows + y) * columns + z) % SMS
+    data = np.array([value], dtype=interpreter._get_np_dtype(element))
+    return _Results([interpreter.TensorHandle(data, element)])
+
+
+class _Results:
+    """What the builder's ``create_inline_asm`` returns: its results by index."""
+
+    def __init__(self, handles):
+        self._handles = handles
+
+    def get_result(self, index):
+        return self._handles[index]
+
+
+def _through_front_end(stub, keyword):
+    """``stub`` (a ``tl.extra.cuda`` function) run with the interpreter's front end."""
+    def function(*args, **ignored):
+        interpreter = sys.modules[_INTERPRETER]
+        front_end = interpreter.interpreter_semantic if keyword == "_semantic" else interpreter.interpreter_builder
+        return stub(*args, **{keyword: front_end})
+
+    function.__name__ = stub.__name__
+    return function
+
+
+def _warps(*args, **ignored):
+    import triton.language as tl
+
+    return tl.constexpr(4 if launch_warps is None else launch_warps)
+
+
+def _threads(*args, **ignored):
+    import triton.language as tl
+
+    return tl.constexpr(32 * (4 if launch_warps is None else launch_warps))
+
+
+def _modules():
+    """Every module object holding ``tl.extra.cuda``'s functions: ``sys.modules``' and the ones reached
+    as ``tl.extra.cuda`` (``triton.language.extra`` execs its backends' packages again, 3.2 on)."""
+    found = {}
+    for module_name in _MODULES:
+        try:
+            module = importlib.import_module(module_name)
+        except ImportError:  # a release without tl.extra.cuda
+            continue
+        found[id(module)] = module
+    language = sys.modules.get("triton.language")
+    cuda = getattr(getattr(language, "extra", None), "cuda", None)
+    for module in (cuda, getattr(cuda, "utils", None)):
+        if module is not None:
+            found[id(module)] = module
+    return list(found.values())
+
+
+def install(patch):
+    """``tl.extra.cuda``'s ``globaltimer``, ``smid``, ``num_warps`` and ``num_threads`` answering in the
+    interpreter, through ``patch`` (the switch's)."""
+    for module in _modules():
+        for name in ("globaltimer", "smid"):
+            stub = vars(module).get(name)
+            keyword = next((k for k in ("_semantic", "_builder") if k in inspect.signature(stub).parameters), None) \
+                if callable(stub) else None
+            if keyword is not None:
+                patch.setattr(module, name, _through_front_end(stub, keyword))
+        for name, function in (("num_warps", _warps), ("num_threads", _threads)):
+            if callable(vars(module).get(name)):
+                patch.setattr(module, name, function)
