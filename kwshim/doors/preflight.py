@@ -16,15 +16,14 @@ def start_up_problems() -> List[str]:
     interpreter off where Triton finds no GPU driver ("0 active drivers" at the first launch).
     Raises ``TritonNotFoundError`` where no ``triton`` module is installed."""
     interpreted = compat.jit_makes_interpreted()
-    if compat.ignored_interpret_hint(interpreted, compat.triton_version()):
+    hint = compat.ignored_interpret_hint(interpreted, compat.triton_version())
+    if hint:
         spelled = os.environ["TRITON_INTERPRET"]
         os.environ["TRITON_INTERPRET"] = "1"
         if compat.jit_makes_interpreted():
             return [f"TRITON_INTERPRET={spelled} read as TRITON_INTERPRET=1 (Triton {compat.triton_version()} reads "
                     f"only 1)"]
         os.environ["TRITON_INTERPRET"] = spelled
-    hint = compat.ignored_interpret_hint(interpreted, compat.triton_version())
-    if hint:
         return [hint]
     if not interpreted and not _gpu_driver():
         value = os.environ.get("TRITON_INTERPRET")
