@@ -14,12 +14,13 @@ name as the builtin. ``builtin_alias_swaps`` gives such globals a forwarder for 
 """
 
 import functools
+import inspect
 import sys
 import threading
 from typing import Any, List, Set, Tuple
 
 __all__ = ["DeferredLanguage", "deferring_patch_lang", "defer_language", "deferred_language", "reached_globals",
-           "builtin_alias_swaps"]
+           "builtin_alias_swaps", "front_end_keyword", "front_end"]
 
 
 class DeferredLanguage:
@@ -118,3 +119,19 @@ def _forwarder(module, name, builtin):
         return getattr(module, name)(*args, **kwargs)
 
     return functools.update_wrapper(forward, builtin)  # its __dict__ too: the builtin's mark
+
+
+def front_end_keyword(builtin):
+    """The keyword a ``triton.language`` builtin takes its front end by (``_semantic`` from 3.4,
+    ``_builder`` before), or None."""
+    try:
+        parameters = inspect.signature(builtin).parameters
+    except (TypeError, ValueError):
+        return None
+    return next((k for k in ("_semantic", "_builder") if k in parameters), None)
+
+
+def front_end(keyword):
+    """The interpreter's front end for ``keyword`` (``front_end_keyword``): its semantic or builder."""
+    interpreter = sys.modules["triton.runtime.interpreter"]
+    return interpreter.interpreter_semantic if keyword == "_semantic" else interpreter.interpreter_builder

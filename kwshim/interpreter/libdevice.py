@@ -31,6 +31,7 @@ from typing import Any, Dict, List, Tuple
 
 import numpy as np
 
+from .language_patch import front_end, front_end_keyword, reached_globals
 from .math_table import TABLE
 
 __all__ = ["install", "global_swaps"]
@@ -48,10 +49,8 @@ def _through_front_end(name, stub, keyword):
     them and takes the result type from its table; the interpreter's builder computes it
     (``gpu_builder``'s ``create_extern_elementwise``, which calls ``extern_elementwise``)."""
     def implementation(*args, **ignored):
-        interpreter = sys.modules[_INTERPRETER]
-        front_end = interpreter.interpreter_semantic if keyword == "_semantic" else interpreter.interpreter_builder
         try:
-            return stub(*args, **{keyword: front_end})
+            return stub(*args, **{keyword: front_end(keyword)})
         except (KeyError, ValueError) as exc:
             refused = _refused_types(exc)
             if refused is None:
@@ -116,14 +115,11 @@ def _front_end(stub):
     ``{argument types: (symbol, result type)}``, read from that call's frame after an argument
     nothing can convert stops it. None where it does not (``extra.libdevice``'s stubs on 3.0-3.9
     stand for the backend's)."""
-    try:
-        parameters = inspect.signature(stub).parameters
-    except (TypeError, ValueError):
-        return None
-    keyword = next((k for k in ("_semantic", "_builder") if k in parameters), None)
-    positional = [p for p in parameters.values() if p.kind == p.POSITIONAL_OR_KEYWORD and not p.name.startswith("_")]
+    keyword = front_end_keyword(stub)
     if keyword is None:
         return None
+    parameters = inspect.signature(stub).parameters
+    positional = [p for p in parameters.values() if p.kind == p.POSITIONAL_OR_KEYWORD and not p.name.startswith("_")]
     try:
         stub(*[_Unconvertible()] * len(positional), **{keyword: _Unconvertible()})
     except Exception as exc:
@@ -228,8 +224,6 @@ def global_swaps(fn) -> List[Tuple[Any, str, Any]]:
     at import, which patching the module does not reach); and (module, name, CPU implementation)
     for every function such code reaches through a chain of attributes
     (``tl.extra.cuda.libdevice.exp``): the names it uses, of the loaded libdevice modules."""
-    from .language_patch import reached_globals
-
     functions, modules, _ = _replacements()
     reached, used = reached_globals(fn)
     swaps: List[Tuple[Any, str, Any]] = []

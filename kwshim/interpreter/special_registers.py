@@ -18,11 +18,12 @@ assembly reading ``%globaltimer`` and ``%smid`` ("inline_asm not supported in in
 """
 
 import importlib
-import inspect
 import sys
 import time
 
 import numpy as np
+
+from .language_patch import front_end, front_end_keyword
 
 __all__ = ["read", "install", "launch_warps", "SMS"]
 
@@ -69,9 +70,7 @@ class _Results:
 def _through_front_end(stub, keyword):
     """``stub`` (a ``tl.extra.cuda`` function) run with the interpreter's front end."""
     def function(*args, **ignored):
-        interpreter = sys.modules[_INTERPRETER]
-        front_end = interpreter.interpreter_semantic if keyword == "_semantic" else interpreter.interpreter_builder
-        return stub(*args, **{keyword: front_end})
+        return stub(*args, **{keyword: front_end(keyword)})
 
     function.__name__ = stub.__name__
     return function
@@ -113,8 +112,7 @@ def install(patch):
     for module in _modules():
         for name in ("globaltimer", "smid"):
             stub = vars(module).get(name)
-            keyword = next((k for k in ("_semantic", "_builder") if k in inspect.signature(stub).parameters), None) \
-                if callable(stub) else None
+            keyword = front_end_keyword(stub) if callable(stub) else None
             if keyword is not None:
                 patch.setattr(module, name, _through_front_end(stub, keyword))
         for name, function in (("num_warps", _warps), ("num_threads", _threads)):
