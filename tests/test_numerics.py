@@ -356,3 +356,32 @@ def test_int1_sums_and_cumsums_add_in_int1_as_the_h200_does(grid):
                 pytest.skip("this release's tl.sum and tl.cumsum take no dtype")
             raise
     assert here == h200
+
+
+@triton.jit
+def small_dot(a_ptr, b_ptr, c_ptr, M: tl.constexpr, N: tl.constexpr, K: tl.constexpr):
+    m, n, k = tl.arange(0, M), tl.arange(0, N), tl.arange(0, K)
+    a = tl.load(a_ptr + m[:, None] * K + k[None, :])
+    b = tl.load(b_ptr + k[:, None] * N + n[None, :])
+    tl.store(c_ptr + m[:, None] * N + n[None, :], tl.dot(a, b))
+
+
+@needs_gpu_arithmetic
+@pytest.mark.parametrize("shape", [(8, 8, 8), (16, 16, 8)])
+def test_a_dot_smaller_than_the_nvidia_backend_s_smallest_is_refused_with_its_message(shape):
+    """The H200 refuses both (``CompilationError``, measured); the interpreter's builder takes any
+    shape from 3.3 on. Under the switch the front end applies the installed NVIDIA backend's bound
+    for sm_90 (3.6: K >= 16 for fp16) and refuses with compiled Triton's message."""
+    from triton.runtime import interpreter
+
+    M, N, K = shape
+    ours = interpreter.interpreter_builder.codegen_fns.get("min_dot_size") \
+        if hasattr(interpreter.interpreter_builder, "codegen_fns") else None
+    out = torch.zeros(16, 16)
+    with kwshim.activate():
+        small_dot[(1,)](torch.ones(16, 16).half(), torch.ones(16, 16).half(), out, 16, 16, 16)
+        assert out.eq(16).all()
+        with pytest.raises(Exception, match=r"K >= 16|must be >= 16"):
+            small_dot[(1,)](torch.ones(M, K).half(), torch.ones(K, N).half(), torch.zeros(M, N), M, N, K)
+    if ours is not None:
+        assert interpreter.interpreter_builder.codegen_fns["min_dot_size"] is ours

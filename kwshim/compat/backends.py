@@ -14,7 +14,7 @@ from typing import Any, Callable, Dict, NamedTuple
 from .classes import import_triton, kernel_classes
 
 __all__ = ["LAUNCH_KEYWORDS", "launch_options", "stripped_names", "discovered_backends", "legacy_backend_modules",
-           "Backend", "backends", "installed_targets", "option_names"]
+           "Backend", "backends", "installed_targets", "option_names", "nvidia_codegen_functions"]
 
 #: Keywords that every launch owns, whatever the release: the grid and the warm-up flag.
 #: (``stream`` is refused, as compiled 3.x refuses it: see ``launch.options.DEPRECATED``.)
@@ -186,6 +186,22 @@ def _legacy_option_classes():
             if (isinstance(value, type) and value.__name__.endswith("Options")
                     and hasattr(value, "__dataclass_fields__")):
                 yield module.__name__.rsplit(".", 1)[-1], value
+
+
+@functools.lru_cache(maxsize=None)
+def nvidia_codegen_functions() -> Dict[str, Any]:
+    """The NVIDIA backend's code-generation functions for the GPU kwshim follows (sm_90), as its
+    compiler hands them to the front end (``get_codegen_implementation``: ``min_dot_size``, ...);
+    empty where the installed Triton has none (no NVIDIA backend, or before 3.2)."""
+    backend = discovered_backends().get("nvidia")
+    compiler: Any = getattr(backend, "compiler", None)
+    try:
+        GPUTarget: Any = importlib.import_module("triton.backends.compiler").GPUTarget
+        arch, warp_size = _REPRESENTATIVE["cuda"]
+        instance = compiler(GPUTarget("cuda", arch, warp_size))
+        return dict(instance.get_codegen_implementation(instance.parse_options({})))
+    except Exception:  # a backend that cannot be built here, or has no such functions
+        return {}
 
 
 def installed_targets() -> frozenset:

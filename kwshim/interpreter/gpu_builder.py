@@ -343,9 +343,15 @@ def entries(numerics: str = "gpu"):
 @functools.lru_cache(maxsize=None)
 def _format_entries():
     """The entries every numerics shares: the dtype table with bf16 and fp8 as ``ml_dtypes`` types,
-    and the reduce and scan classes refusing fp8 and adding int1 in int1 (module globals: set as
-    dict entries, no class is modified)."""
-    _, _, np_dtype, operations = _originals()
+    the reduce and scan classes refusing fp8 and adding int1 in int1 (module globals: set as dict
+    entries, no class is modified), and the NVIDIA backend's smallest ``tl.dot`` for sm_90 (K of 16
+    for 16-bit inputs, where the interpreter's builder takes any: the front end refuses a smaller
+    one with compiled Triton's message)."""
+    builder, _, np_dtype, operations = _originals()
     namespace = vars(sys.modules[_INTERPRETER])
-    return ((namespace, "_get_np_dtype", numpy_dtype_function(np_dtype)),
-            *((namespace, name, _gpu_reductions(original)) for name, original in operations.items()))
+    entries = [(namespace, "_get_np_dtype", numpy_dtype_function(np_dtype)),
+               *((namespace, name, _gpu_reductions(original)) for name, original in operations.items())]
+    smallest_dot = compat.nvidia_codegen_functions().get("min_dot_size")
+    if smallest_dot is not None and isinstance(getattr(builder, "codegen_fns", None), dict):
+        entries.append((builder.codegen_fns, "min_dot_size", smallest_dot))
+    return tuple(entries)
