@@ -371,8 +371,11 @@ def small_dot(a_ptr, b_ptr, c_ptr, M: tl.constexpr, N: tl.constexpr, K: tl.const
 def test_a_dot_smaller_than_the_nvidia_backend_s_smallest_is_refused_with_its_message(shape):
     """The H200 refuses both (``CompilationError``, measured); the interpreter's builder takes any
     shape from 3.3 on. Under the switch the front end applies the installed NVIDIA backend's bound
-    for sm_90 (3.6: K >= 16 for fp16) and refuses with compiled Triton's message."""
+    for sm_90 (3.6: K >= 16 for fp16) and refuses as compiled Triton does, with its message and a
+    ``CompilationError`` (``refusals``)."""
     from triton.runtime import interpreter
+
+    from triton.compiler.errors import CompilationError
 
     M, N, K = shape
     ours = interpreter.interpreter_builder.codegen_fns.get("min_dot_size") \
@@ -381,7 +384,7 @@ def test_a_dot_smaller_than_the_nvidia_backend_s_smallest_is_refused_with_its_me
     with kwshim.activate():
         small_dot[(1,)](torch.ones(16, 16).half(), torch.ones(16, 16).half(), out, 16, 16, 16)
         assert out.eq(16).all()
-        with pytest.raises(Exception, match=r"K >= 16|must be >= 16"):
+        with pytest.raises(CompilationError, match=r"K >= 16|must be >= 16"):
             small_dot[(1,)](torch.ones(M, K).half(), torch.ones(K, N).half(), torch.zeros(M, N), M, N, K)
     if ours is not None:
         assert interpreter.interpreter_builder.codegen_fns["min_dot_size"] is ours

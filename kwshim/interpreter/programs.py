@@ -25,7 +25,7 @@ from typing import Dict
 import numpy as np
 
 from ..settings import in_force
-from . import language_patch, replay
+from . import language_patch, refusals, replay
 
 __all__ = ["install", "fallback_reasons", "launch_record", "merge_records", "summary_lines", "batching_works"]
 
@@ -124,17 +124,29 @@ def _grid_call(original):
     def __call__(self, *args_dev, **kwargs):
         mode = in_force().grid
         if mode == "sequential":
-            return original(self, *args_dev, **kwargs)
+            return _refused_as_compiled(original, self, *args_dev, **kwargs)
         grid = self.grid
         self.grid = _Programs(self, grid, mode, args_dev, kwargs)
         language_patch.defer_language(self.fn)
         try:
-            return original(self, *args_dev, **kwargs)
+            return _refused_as_compiled(original, self, *args_dev, **kwargs)
         finally:
             self.grid = grid
             language_patch.defer_language(None)
 
     return __call__
+
+
+def _refused_as_compiled(call, *args, **kwargs):
+    """``call(*args, **kwargs)``, what the front end refuses raised as compiled Triton raises it
+    (``refusals``)."""
+    try:
+        return call(*args, **kwargs)
+    except Exception as exc:
+        refused = refusals.as_compiled(exc) if type(exc).__name__ == "InterpreterError" else None
+        if refused is None:
+            raise
+        raise refused from exc
 
 
 class _Programs:
