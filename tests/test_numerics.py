@@ -4,6 +4,7 @@ scalars typed as compiled (``interpreter/formats``, ``conversions``, ``gpu_build
 The table test replays every case of ``parity/numerics_h200.json`` (recorded compiled on an H200)
 on the CPU and compares what the kernels stored, bit for bit."""
 
+import inspect
 import json
 import os
 import subprocess
@@ -356,6 +357,31 @@ def test_int1_sums_and_cumsums_add_in_int1_as_the_h200_does(grid):
                 pytest.skip("this release's tl.sum and tl.cumsum take no dtype")
             raise
     assert here == h200
+
+
+@needs_gpu_arithmetic
+@pytest.mark.parametrize("grid", ["sequential", "batched"])
+def test_fp16_and_bf16_row_sums_add_in_the_h200_s_lane_order(grid):
+    """A 16-bit row is added in its own type, in the order of the GPU's lanes (``lane_order``): the
+    H200's bits for every measured row. Left to right, a 512-element bf16 row of squares stalled once
+    the sum passed 256 (Liger's rms_norm, ``casting_mode="none"``)."""
+    import json
+    import sys
+
+    from parity import lane_sums
+
+    if not hasattr(sys.modules["triton.runtime.interpreter"], "ReduceOps"):
+        pytest.skip("this release's interpreter reduces without a reduce class (and has no bf16 arithmetic)")
+    with open(os.path.join(ROOT, "parity", "lane_sums_h200.json")) as recorded:
+        h200 = json.load(recorded)["results"]
+    with kwshim.activate(grid=grid):
+        here, _ = lane_sums.results("cpu")
+    sums = sorted(key for key in h200 if "squares" not in key)
+    if "_promote_bfloat16_to_float32" in inspect.getsource(inspect.unwrap(tl.standard.sum.fn)):  # to 3.2: in fp32
+        sums = [key for key in sums if key.startswith("float16")]
+    assert len(sums) >= 10 and {key: here[key] for key in sums} == {key: h200[key] for key in sums}
+    squares = [key for key in h200 if "squares" in key]  # the GPU's fma into the first add: not modelled
+    assert sum(a == b for key in squares for a, b in zip(here[key], h200[key])) >= 250
 
 
 @triton.jit

@@ -5,6 +5,7 @@ import os
 import subprocess
 import sys
 
+import numpy as np
 import pytest
 from filelock import FileLock
 
@@ -102,3 +103,43 @@ def test_liger_kernels_store_the_h200_s_bits_where_measured_so(liger):
         for output in outputs:
             at = names.index(output)
             assert got[case][at] == h200["sha256_16"][case][at], (case, output)
+
+
+#: The bounds Liger's own tests hold these gradients to (``test_rms_norm.py``, ``test_layer_norm.py``).
+LIGER_BOUNDS = {"bfloat16": (0.2, 0.02), "float32": (1e-4, 1e-5)}
+
+
+def test_liger_norm_backward_on_the_device_runs_the_h200_s_132_programs(liger):
+    """Under the device, Liger's rms_norm and layer_norm backward see a cuda tensor and split the rows
+    over the virtual H200's 132 SMs, as on the GPU: the bf16 layer_norm weight and bias gradients
+    are the H200's bits, and every weight gradient is within the bounds of Liger's own tests of
+    what the H200 computed (``parity/liger_norm_grads.py``; held on the H200's release, 3.6.0)."""
+    import json
+
+    import triton
+
+    if triton.__version__ != "3.6.0":
+        pytest.skip("the H200's gradients were measured on Triton 3.6.0; held on the same release")
+    done = run(liger, "-m", "kwshim", "run", "--device", "cuda", "-m", "parity.liger_norm_grads")
+    assert done.returncode == 0, done.stdout[-1000:] + done.stderr[-2000:]
+    here = json.loads(done.stdout.strip().splitlines()[-1])["results"]
+    with open(os.path.join(ROOT, "parity", "liger_norm_grads_h200.json")) as handle:
+        h200 = json.load(handle)["results"]
+    assert here["layer_norm bfloat16 4x256x1024"]["liger dw"] == h200["layer_norm bfloat16 4x256x1024"]["liger dw"]
+    assert here["layer_norm bfloat16 4x256x1024"]["liger db"] == h200["layer_norm bfloat16 4x256x1024"]["liger db"]
+    for case, outputs in h200.items():
+        dtype = case.split()[1]
+        atol, rtol = LIGER_BOUNDS[dtype]
+        for name in ("liger dw", "liger db"):
+            if name not in outputs:
+                continue
+            width = (np.int16, "bfloat16") if dtype == "bfloat16" else (np.int32, "float32")
+            theirs, mine = (_as_float(np.array(values, width[0]), width[1])
+                            for values in (outputs[name], here[case][name]))
+            assert np.all(np.abs(mine - theirs) <= atol + rtol * np.abs(theirs)), (case, name)
+
+
+def _as_float(bits, dtype):
+    if dtype == "bfloat16":
+        return (bits.astype(np.int32) << 16).view(np.float32).astype(np.float64)
+    return bits.view(np.float32).astype(np.float64)

@@ -17,7 +17,8 @@ of each operation (``numerics="gpu"``, the default; measured on the H200, ``pari
 Sums and prefix sums are the front end's: it promotes bf16 ``tl.cumsum`` to fp32 on 3.0-3.8 (not
 3.9), and adds fp16 and bf16 in their own type otherwise, on the GPU as here. The GPU adds in the
 order of its lanes (a butterfly or a Hillis-Steele scan over each warp's 32 elements, then the
-warps: the table's fp16 rows, the same in that order); kwshim adds in NumPy's. Not modelled.
+warps): an fp16 or bf16 row's ``tl.sum`` is added in that order (``lane_order``, in every builder
+class); 2-D blocks, fp32 sums and prefix sums keep NumPy's order. Not modelled there.
 
 Where numba is installed, the fused multiply-add, ``tl.exp`` and ``tl.exp2`` of large blocks run as
 compiled loops (``compiled``), with the NumPy code's bits.

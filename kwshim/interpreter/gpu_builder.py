@@ -22,7 +22,7 @@ import sys
 import numpy as np
 
 from .. import compat
-from . import conversions, special_registers
+from . import conversions, lane_order, special_registers
 from .fma import fma
 from .formats import ML_DTYPES, bits_type, is_fp8, is_ml_dtype, numpy_dtype_function
 
@@ -275,8 +275,9 @@ def _refusing_fp8(name, operation, ufunc=None):
 
 def _gpu_reductions(cls):
     """A subclass of the interpreter's reduce or scan class computing as compiled Triton does: fp8
-    inputs refused, and an int1 sum or cumsum added in int1, where one plus one wraps to zero (the
-    parity of the count: ``tl.sum(x, dtype=tl.int1)``; NumPy's bool sum is a logical or)."""
+    inputs refused, an int1 sum or cumsum added in int1, where one plus one wraps to zero (the
+    parity of the count: ``tl.sum(x, dtype=tl.int1)``; NumPy's bool sum is a logical or), and an
+    fp16 or bf16 row summed in the GPU's lane order (``lane_order``)."""
 
     def apply(self, input):
         for value in input if isinstance(input, (tuple, list)) else (input,):
@@ -303,10 +304,28 @@ def _gpu_reductions(cls):
 
         return added
 
+    def in_lanes(operation):
+        def added(self, input):
+            data, axis = input.handle.data, self.axis
+            batched = int(getattr(self, "kwshim_program_axis", False))  # reductions: programs first
+            row = data.ndim - batched == 1 and axis in (None, batched) and data.dtype.itemsize == 2 \
+                and input.dtype.scalar.name in ("fp16", "bf16") and data.shape[-1] & (data.shape[-1] - 1) == 0
+            if not row:
+                return operation(self, input)
+            warps = 4 if special_registers.launch_warps is None else special_registers.launch_warps
+            total = lane_order.lane_sum(data, warps)
+            if getattr(self, "keep_dims", False):
+                total = total[..., None]
+            return self.to_tensor(total, input.dtype)
+
+        return added
+
     namespace = {"apply": apply, "__module__": __name__}
     for name in ("sum", "cumsum"):
         if callable(getattr(cls, name, None)):
             namespace[name] = in_int1(getattr(cls, name))
+    if callable(getattr(cls, "sum", None)):
+        namespace["sum"] = in_lanes(namespace["sum"])
     return type(cls.__name__, (cls,), namespace)
 
 

@@ -53,10 +53,12 @@ def _with_program_axis(base, native, kind):
             input = tuple(tl.core.tensor(t.handle.__class__(t.handle.data.reshape(t.handle.data.shape[0], -1),
                                                             t.handle.dtype), t.type) for t in input)
         self.axis = 1 if axis is None else axis + 1
+        self.kwshim_program_axis = True  # the GPU's sums (gpu_builder) read a row per program
         try:
             result = base.apply_impl(self, input)
         finally:
             self.axis = axis
+            self.kwshim_program_axis = False
         if axis is None and getattr(self, "keep_dims", False):
             ndim = len(input[0].type.shape)
             results = result if isinstance(result, (tuple, list)) else (result,)

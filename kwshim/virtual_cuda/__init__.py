@@ -1,10 +1,13 @@
 """A CUDA device on a CPU (the ``device="cuda"`` setting): tensors asked for on ``"cuda"`` are CPU
-tensors, ``torch.cuda`` answers as one GPU of a stated model, and Triton's driver queries answer as
+tensors that say ``cuda:0``, ``torch.cuda`` answers as one GPU of a stated model, and Triton's driver queries answer as
 the same GPU, so that a suite written for a GPU runs unedited on the interpreter.
 
 - ``model``: the GPU that is stated (default: the H200 kwshim measures against);
-- ``placement``: torch's factories and ``Tensor``'s moving methods putting every ``"cuda"``
-  tensor on the CPU, and ``Tensor.is_cuda``;
+- ``device_tensor``: the device's tensors, CPU tensors that say ``cuda:0``;
+- ``placement``: torch's factories and ``Tensor``'s moving methods making every ``"cuda"`` tensor
+  a device tensor, ``.cuda()`` and ``.cpu()`` copying;
+- ``kernel_arguments``: a kernel handed its device tensors as CPU memory, and refusing a CPU tensor
+  as compiled Triton does;
 - ``torch_cuda``: ``torch.cuda``'s answers (availability, properties, streams, events, free memory);
 - ``allocations``: the allocation statistics, counted from the live storages of the device's tensors;
 - ``triton_driver``: what ``triton.runtime.driver.active`` answers;
@@ -20,10 +23,12 @@ __all__ = ["install"]
 
 def install(patch, device: str) -> None:
     """Put the virtual ``device`` (``"cuda"``) in place through ``patch``."""
-    from . import cpu_refusals, placement, torch_cuda, triton_driver
+    from . import cpu_refusals, device_tensor, kernel_arguments, placement, torch_cuda, triton_driver
     from .model import H200
 
     torch_cuda.install(patch, H200)
+    device_tensor.install(patch)
     placement.install(patch)
     triton_driver.install(patch, H200)
     cpu_refusals.install(patch)
+    kernel_arguments.install(patch)

@@ -1,12 +1,13 @@
 """The virtual device's allocation statistics: ``torch.cuda.memory_allocated``,
 ``max_memory_allocated``, ``reset_peak_memory_stats`` and ``memory_stats``, counted from the live
-storages of the device's tensors (every CPU tensor, while the device is on) as a GPU's caching
+storages of the device's tensors (``device_tensor``; CPU tensors are not counted) as a GPU's caching
 allocator counts its blocks: each storage rounded up to 512 bytes, counted from the operation that
 made it until torch frees it (a storage an autograd graph saves lives as long as the graph).
 
 torch has no statistics for the CPU's allocator, and no hook on it but the dispatcher, so counting
 starts at the first call to one of these functions: a ``TorchDispatchMode`` then sees every
-operation's outputs, and a finalizer on each new storage sees it freed. The tensors alive at that
+operation's outputs (and ``device_tensor.adopt`` each factory's), and a finalizer on each new
+storage sees it freed. The tensors alive at that
 moment are found once through the garbage collector. The mode cost 10% on a step of small torch
 calls and nothing measurable on large ones (``benchmarks/device_cost.py``), paid only by a process
 that asks for a statistic, from then until the switch goes off. What it cannot see, it does not
@@ -133,10 +134,14 @@ class Allocations:
                         allocations._see(out)
                     return out
 
-            self._tensor, self._strided = torch.Tensor, torch.strided
+            from .device_tensor import DeviceTensor, adopters
+
+            self._tensor, self._strided = DeviceTensor, torch.strided
             self._see([value for value in gc.get_objects() if issubclass(type(value), self._tensor)])
             self._mode, self._thread = Counting(), threading.current_thread()
             self._mode.__enter__()
+            adopters.append(self._see)
+            patch.on_undo(lambda: adopters.remove(self._see))
             patch.on_undo(self.stop)
 
     def stop(self):

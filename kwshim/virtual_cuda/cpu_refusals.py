@@ -9,6 +9,11 @@ runs as it does on CUDA. Inside a Dynamo trace (``torch.compile``) the refusal s
 fused CPU kernel would run, and it has no backward (with ``fullgraph=True`` the call fails as on a
 CPU; without it Dynamo runs the call eagerly, which is the unfused implementation again).
 
+Eager flex attention runs its operator through Dynamo (``torch.compile(..., fullgraph=True)``), which
+cannot trace a device tensor: on the device, ``flex_attention`` runs on CPU copies of its inputs and
+its block mask, and its outputs are copied back, each copy differentiable as ``.cpu()`` and
+``.cuda()`` are.
+
 Probed, not read from a version: where torch has no ``_validate_device`` there is nothing to lift.
 """
 
@@ -29,6 +34,26 @@ def _eager_flex_attention_allowed(validate_device):
     return validate
 
 
+def _on_host_copies(flex_attention):
+    """``flex_attention`` taking device tensors through CPU copies (``device_tensor``)."""
+    from .device_tensor import DeviceTensor, to_device, to_host
+
+    def flex(query, key, value, *args, **kwargs):
+        if not isinstance(query, DeviceTensor):
+            return flex_attention(query, key, value, *args, **kwargs)
+
+        def host(value):  # a BlockMask (it has .to and .as_tuple) on the CPU
+            return value.to("cpu") if hasattr(value, "as_tuple") and hasattr(value, "to") else value
+
+        args, kwargs = [host(value) for value in args], {k: host(v) for k, v in kwargs.items()}
+        out = flex_attention(to_host(query), to_host(key), to_host(value), *args, **kwargs)
+        return tuple(to_device(item) if hasattr(item, "dim") else item for item in out) if isinstance(out, tuple) \
+            else to_device(out)
+
+    flex.__name__, flex.__doc__, flex.__wrapped__ = "flex_attention", flex_attention.__doc__, flex_attention
+    return flex
+
+
 def install(patch) -> None:
     """The refusals lifted, through ``patch``."""
     try:
@@ -38,3 +63,4 @@ def install(patch) -> None:
     validate_device = getattr(flex_attention, "_validate_device", None)
     if callable(validate_device):
         patch.setattr(flex_attention, "_validate_device", _eager_flex_attention_allowed(validate_device))
+        patch.setattr(flex_attention, "flex_attention", _on_host_copies(flex_attention.flex_attention))

@@ -1,26 +1,64 @@
-"""Tensors asked for on ``"cuda"`` live on the CPU: torch's factories (every ``torch`` function
-documented with a ``device`` argument: ``randn``, ``empty``, ``tensor``, ``arange``, ``*_like``, ...)
-``Tensor.new_*`` and ``torch.Generator`` get ``"cpu"`` for a ``"cuda"``/``"cuda:N"``/``torch.device("cuda")`` device and
-no ``pin_memory``; ``Tensor.to`` gets it for a positional device too; ``Tensor.cuda()`` and
-``pin_memory()`` are the tensor itself. Modules' ``.cuda()`` and ``.to("cuda")`` go through them.
+"""Tensors asked for on ``"cuda"`` are the virtual GPU's (``device_tensor``): torch's factories
+(every ``torch`` function documented with a ``device`` argument: ``randn``, ``empty``, ``tensor``,
+``arange``, ``*_like``, ...), ``Tensor.new_*`` and ``Tensor.type`` with a legacy CUDA type make
+their tensor on the CPU and hand it back as a device tensor, for a ``"cuda"``/``"cuda:0"``/``0``/
+``torch.device("cuda")`` device; ``Tensor.to`` and ``Tensor.cuda()`` copy a CPU tensor onto the
+device, and ``.cpu()`` / ``.to("cpu")`` copy a device tensor back, as across the bus. Modules'
+``.cuda()`` and ``.to("cuda")`` go through them. ``torch.Generator("cuda")`` is a CPU generator.
+
+Pinned memory is remembered, not made (a CPU-only build cannot pin): ``pin_memory=True`` and
+``Tensor.pin_memory()`` give a tensor ``is_pinned()`` answers True for, which a kernel may take as
+a GPU takes pinned host memory.
 
 These are patched functions, not a ``TorchFunctionMode``: a mode sees every torch call, and on a
 step of small calls (a tiny MLP's forward and backward) it cost 42% (``benchmarks/device_cost.py``);
 the patches cost nothing where no device is given. What they cannot see is a factory bound by name
 before the switch went on (``from torch import zeros``): that call asks for the real CUDA and fails
 loudly ("Torch not compiled with CUDA enabled"), never silently.
-
-``Tensor.is_cuda`` is True for CPU tensors while the device is on (Liger's ``assert
-input.is_cuda``); ``Tensor.device`` stays ``cpu``: torch does not let a tensor's device be another
-without a tensor subclass (``FakeTensor``), so ``x.device.type == "cuda"`` is False.
 """
 
 import re
+import weakref
 
 from . import torch_cuda
+from .device_tensor import DeviceTensor, adopt, is_host_copy, release, to_device, to_host
 from .model import device_index
 
-__all__ = ["install", "factory_names"]
+__all__ = ["install", "factory_names", "is_pinned"]
+
+#: the CPU tensors made pinned while the device is on, by id (a tensor's ``==`` is elementwise)
+_pinned: "weakref.WeakValueDictionary" = weakref.WeakValueDictionary()
+
+
+def is_pinned(tensor) -> bool:
+    return _pinned.get(id(tensor)) is tensor
+
+
+def _pin(tensor):
+    _pinned[id(tensor)] = tensor
+    return tensor
+
+
+def _target(value, index=False):
+    """``"cuda"`` for a CUDA device (``index``: an int is a device's index too, as torch reads
+    ``device=0``), ``"cpu"`` for the CPU, None for anything else. A device other than the one GPU
+    raises."""
+    import torch
+
+    if isinstance(value, str):
+        try:
+            value = torch.device(value)
+        except (RuntimeError, ValueError):
+            return None
+    if isinstance(value, torch.device):
+        if value.type == "cuda":
+            device_index(value)
+        return value.type if value.type in ("cuda", "cpu") else None
+    if index and type(value) is int:
+        device_index(value)
+        return "cuda"
+    return None
+
 
 _CUDA = re.compile(r"cuda(:\d+)?$")
 
@@ -53,15 +91,26 @@ def _legacy_type(value):
 
 
 def _placing(function):
-    """``function`` with a ``"cuda"`` ``device=`` made the CPU and ``pin_memory`` dropped."""
+    """``function`` making a ``"cuda"`` ``device=`` tensor on the CPU and handing it back as a device
+    tensor; a ``"cpu"`` one a CPU tensor (``zeros_like(x, device="cpu")`` of a device tensor);
+    ``pin_memory`` remembered."""
     def placed(*args, **kwargs):
-        if kwargs:
-            device = kwargs.get("device")
-            if device is not None:
-                kwargs["device"] = _on_cpu(device, index=True)
-            if kwargs.get("pin_memory"):
-                kwargs["pin_memory"] = False
-        return function(*args, **kwargs)
+        if not kwargs:
+            return function(*args)
+        target = _target(kwargs.get("device"), index=True)
+        if target is not None:
+            kwargs["device"] = "cpu"
+        pinned = kwargs.get("pin_memory")
+        if pinned:
+            kwargs["pin_memory"] = False
+        made = function(*args, **kwargs)
+        if target == "cuda" and not isinstance(made, DeviceTensor):
+            return adopt(made)
+        if target == "cpu" and isinstance(made, DeviceTensor):
+            return release(made)
+        if pinned:
+            _pin(made)
+        return made
 
     placed.__name__, placed.__doc__, placed.__wrapped__ = function.__name__, function.__doc__, function
     return placed
@@ -106,30 +155,73 @@ def install(patch) -> None:
         patch.setattr(tensor, name, _placing(getattr(tensor, name)))
     to = tensor.to
 
-    def moved(self, *args, **kwargs):  # the first positional argument may be a device's index: .to(0)
-        args = (_on_cpu(args[0], index=True),) + tuple(_on_cpu(arg) for arg in args[1:]) if args else args
-        return to(self, *args, **{k: _on_cpu(v, index=k == "device") for k, v in kwargs.items()})
+    def moved(self, *args, **kwargs):
+        """``Tensor.to``: a copy across the bus where the device changes, torch's own otherwise."""
+        args, target = list(args), None
+        if args and isinstance(args[0], torch.Tensor):  # .to(other): other's device and dtype
+            target, args[0] = _target(args[0].device), args[0].dtype
+        elif args:
+            target = _target(args[0], index=True)
+            if target is not None:
+                args[0] = None  # torch's device=None: the overload stays the one written
+        if "device" in kwargs and _target(kwargs["device"], index=True) is not None:
+            target = _target(kwargs.pop("device"), index=True)
+        if target == "cuda" and not isinstance(self, DeviceTensor):
+            kwargs.pop("copy", None)
+            return to_device(to(self, *args, **kwargs))
+        if target == "cpu" and isinstance(self, DeviceTensor):
+            kwargs.pop("copy", None)
+            return to(to_host(self), *args, **kwargs)
+        return to(self, *args, **kwargs)
 
-    def cuda(self, device=None, *args, **kwargs):
+    def cuda(self, device=None, non_blocking=False, memory_format=torch.preserve_format):
         device_index(device)
-        return self
+        return to_device(self, memory_format=memory_format)
 
     retype = tensor.type
 
     def typed(self, *args, **kwargs):
-        return retype(self, *(_legacy_type(arg) for arg in args), **{k: _legacy_type(v) for k, v in kwargs.items()})
+        """``Tensor.type``: a legacy CUDA type (``torch.cuda.FloatTensor``) on the device; a device
+        tensor's type named as CUDA names it."""
+        if not args and not kwargs:
+            name = retype(self)
+            return name.replace("torch.", "torch.cuda.", 1) if isinstance(self, DeviceTensor) else name
+        legacy = [value for value in (*args, *kwargs.values()) if _legacy_type(value) is not value]
+        done = retype(self, *(_legacy_type(arg) for arg in args), **{k: _legacy_type(v) for k, v in kwargs.items()})
+        if legacy and not isinstance(done, DeviceTensor):
+            return to_device(done)
+        if not legacy and isinstance(done, DeviceTensor) and any(isinstance(v, (str, type)) for v in args):
+            return to_host(done)
+        return done
 
     record_stream = tensor.record_stream
 
     def recorded(self, stream):  # a CPU tensor's memory is freed when it is: nothing to record
         return None if isinstance(stream, torch_cuda.Stream) else record_stream(self, stream)
 
+    def pinned(self, *args, **kwargs):
+        return _pin(self.clone())
+
+    _install_module_moves(patch, torch)
     patch.setattr(tensor, "to", moved)
     patch.setattr(tensor, "type", typed)
     patch.setattr(tensor, "record_stream", recorded)
     patch.setattr(torch, "Generator", _generator_class(torch.Generator))
     patch.setattr(tensor, "cuda", cuda)
-    patch.setattr(tensor, "pin_memory", lambda self, *args, **kwargs: self)
-    patch.setattr(tensor, "is_pinned", lambda self, *args, **kwargs: False)
-    is_cuda = vars(torch._C.TensorBase)["is_cuda"]  # the C property
-    patch.setattr(tensor, "is_cuda", property(lambda self: self.device.type == "cpu" or is_cuda.__get__(self)))
+    patch.setattr(tensor, "pin_memory", pinned)
+    patch.setattr(tensor, "is_pinned", lambda self, *args, **kwargs: is_pinned(self))
+
+
+def _install_module_moves(patch, torch) -> None:
+    """``Module.to("cuda")``/``.cuda()``/``.cpu()`` swapping each parameter into its moved class in
+    place (its identity kept, as CUDA keeps it: an optimizer made before still holds it), by the
+    swap torch uses for tensor subclasses. torch's own ``param.data = moved`` would keep the old
+    class over the new memory."""
+    from torch.nn.modules import module
+
+    is_wrapper = module.is_traceable_wrapper_subclass
+
+    def swapped_in(tensor):
+        return isinstance(tensor, DeviceTensor) or is_host_copy(tensor) or is_wrapper(tensor)
+
+    patch.setattr(module, "is_traceable_wrapper_subclass", swapped_in)

@@ -242,11 +242,13 @@ class _Nvtx:
 def _install_autocast(patch, torch):
     """``torch.autocast("cuda")`` as the CPU's autocast (bare, it warns and disables itself, and the
     suite computes in fp32 where a GPU computes in bf16 or fp16), fp16 where no dtype is given, as
-    CUDA's; ``is_autocast_enabled``, ``get_autocast_dtype`` and ``custom_fwd``'s casts read "cuda" as
-    the CPU's. A CPU autocast of the suite's own is therefore read as "cuda" too."""
-    autocast, mode = torch.autocast, torch.amp.autocast_mode
+    CUDA's; ``is_autocast_enabled`` and ``get_autocast_dtype`` read "cuda" as the CPU's (a device
+    tensor is a CPU tensor to autocast's dispatch key). A CPU autocast of the suite's own is
+    therefore read as "cuda" too. ``custom_fwd(device_type="cuda")`` casts device tensors as it
+    casts CUDA tensors, with no patch: their ``device.type`` is "cuda"."""
+    autocast = torch.autocast
     original = vars(autocast)["__init__"]
-    enabled, dtype_of, cast = torch.is_autocast_enabled, torch.get_autocast_dtype, mode._cast
+    enabled, dtype_of = torch.is_autocast_enabled, torch.get_autocast_dtype
 
     def __init__(self, device_type, *args, **kwargs):
         if device_type == "cuda" and not args and kwargs.get("dtype") is None:
@@ -259,10 +261,6 @@ def _install_autocast(patch, torch):
     def get_autocast_dtype(device_type):
         return dtype_of("cpu") if device_type == "cuda" and enabled("cpu") else dtype_of(device_type)
 
-    def _cast(value, device_type, dtype):
-        return cast(value, "cpu" if device_type == "cuda" else device_type, dtype)
-
     patch.setattr(autocast, "__init__", __init__)
     patch.setattr(torch, "is_autocast_enabled", is_autocast_enabled)
     patch.setattr(torch, "get_autocast_dtype", get_autocast_dtype)
-    patch.setattr(mode, "_cast", _cast)

@@ -49,7 +49,7 @@ class VirtualDriver:
     def get_active_torch_device(self):
         import torch
 
-        return torch.device("cpu")
+        return torch.device("cuda", 0)
 
     def get_device_interface(self):
         import torch

@@ -1,0 +1,161 @@
+"""The virtual GPU's tensors (``kwshim/virtual_cuda/device_tensor.py``): they say ``cuda:0``, copy
+across the bus, refuse mixing with CPU tensors as CUDA does, keep themselves through autograd, and
+reach kernels as their own memory."""
+
+import copy
+import io
+import pickle
+
+import pytest
+
+torch = pytest.importorskip("torch")
+try:  # torch imports it at a device tensor's first refused operation; Triton 2.2's interpreter, once it
+    import torch.distributed.tensor  # noqa: F401  has run a kernel, leaves modules that break that import
+except ImportError:
+    pass
+import triton  # noqa: E402
+import triton.language as tl  # noqa: E402
+
+import kwshim  # noqa: E402
+
+from .kernels import needs_block_loads  # noqa: E402
+
+
+@triton.jit
+def doubled_in_place(x_ptr, n, BLOCK: tl.constexpr):
+    offsets = tl.arange(0, BLOCK)
+    mask = offsets < n
+    tl.store(x_ptr + offsets, tl.load(x_ptr + offsets, mask=mask) * 2, mask=mask)
+
+
+@pytest.fixture
+def device():
+    with kwshim.activate(device="cuda"):
+        yield
+
+
+@pytest.fixture
+def device_running_kernels():
+    needs_block_loads(lambda: None)()  # probed before the device is on: the probe's tensor is the CPU's
+    with kwshim.activate(device="cuda"):
+        yield
+
+
+def test_an_in_place_kernel_on_the_cuda_copy_leaves_the_cpu_reference_as_it_was(device_running_kernels):
+    reference = torch.arange(8.0)
+    on_gpu = reference.cuda()
+    doubled_in_place[(1,)](on_gpu, 8, BLOCK=8)
+    assert torch.equal(reference, torch.arange(8.0))  # before: .cuda() was the same tensor, doubled too
+    back = on_gpu.cpu()
+    assert type(back) is torch.Tensor and back.device.type == "cpu" and torch.equal(back, torch.arange(8.0) * 2)
+    back.zero_()
+    assert on_gpu.sum() == 56  # .cpu() copies too
+    assert on_gpu.to("cuda") is on_gpu and on_gpu.cuda() is on_gpu  # already there: the tensor itself
+
+
+def test_mixing_a_device_tensor_with_a_cpu_tensor_raises_torch_s_own_error(device):
+    on_gpu, host = torch.ones(4, device="cuda"), torch.ones(4)
+    for mixed in (lambda: on_gpu + host, lambda: torch.cat([on_gpu, host]), lambda: host * on_gpu,
+                  lambda: torch.nn.functional.linear(on_gpu[None], torch.ones(3, 4))):
+        with pytest.raises(RuntimeError) as caught:
+            mixed()
+        assert str(caught.value).startswith("Expected all tensors to be on the same device") \
+            and "kwshim" in str(caught.value)
+    assert torch.equal(on_gpu * torch.tensor(2.0), torch.full((4,), 2.0, device="cuda"))  # a 0-dim CPU tensor
+    on_gpu.copy_(torch.arange(4.0))  # copies cross devices on CUDA too
+    assert on_gpu[torch.tensor([3, 0])].tolist() == [3.0, 0.0]  # and indices may be on the CPU
+
+
+def test_a_cpu_tensor_passed_to_a_kernel_is_refused_as_compiled_triton_refuses_it(device_running_kernels):
+    host = torch.ones(8)
+    with pytest.raises(ValueError) as caught:
+        doubled_in_place[(1,)](host, 8, BLOCK=8)
+    assert str(caught.value).startswith("Pointer argument (at 0) cannot be accessed from Triton (cpu tensor?)")
+    assert "kwshim" in str(caught.value) and "'x_ptr'" in str(caught.value)
+    assert torch.equal(host, torch.ones(8))  # refused before any program ran
+    pinned = torch.ones(8, pin_memory=True)  # pinned host memory: a GPU reaches it
+    doubled_in_place[(1,)](pinned, 8, BLOCK=8)
+    assert pinned.is_pinned() and torch.equal(pinned, torch.full((8,), 2.0))
+    pinned_later = torch.ones(8).pin_memory()
+    doubled_in_place[(1,)](pinned_later, 8, BLOCK=8)
+    assert pinned_later.sum() == 16
+
+
+def test_autograd_s_gradients_are_device_tensors(device_running_kernels):
+    captured = {}
+
+    class Doubled(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            out = torch.empty_like(x)
+            out.copy_(x)
+            doubled_in_place[(1,)](out, x.numel(), BLOCK=8)
+            return out
+
+        @staticmethod
+        def backward(ctx, grad_output):
+            captured["grad_output"] = grad_output.device
+            return grad_output * 2
+
+    x = torch.randn(8, device="cuda", requires_grad=True)
+    Doubled.apply(x).sum().backward()
+    assert captured["grad_output"] == torch.device("cuda", 0) and x.grad.device.type == "cuda"
+    assert torch.equal(x.grad, torch.full((8,), 2.0, device="cuda"))
+    host = torch.randn(3, requires_grad=True)  # .cuda() and .cpu() are differentiable, as on CUDA
+    (host.cuda().cpu() * 3).sum().backward()
+    assert host.grad.device.type == "cpu" and torch.equal(host.grad, torch.full((3,), 3.0))
+    linear = torch.nn.Linear(4, 2).cuda()
+    linear(torch.randn(5, 4, device="cuda")).sum().backward()
+    assert linear.weight.grad.device.type == "cuda" and linear.bias.grad.tolist() == [5.0, 5.0]
+
+
+def test_modules_move_their_parameters_in_place_and_back(device):
+    linear = torch.nn.Linear(4, 2)
+    weight = linear.weight
+    held = list(linear.parameters())  # as an optimizer made before holds them
+    linear.cuda()
+    assert linear.weight is weight and weight.device.type == "cuda" and held[0] is weight
+    assert isinstance(weight, torch.nn.Parameter)
+    assert {str(v.device) for v in linear.state_dict().values()} == {"cuda:0"}
+    assert copy.deepcopy(linear).weight.device.type == "cuda"
+    assert torch.nn.Linear(4, 2, device="cuda").weight.device.type == "cuda"
+    assert torch.nn.Linear(4, 2).to("cuda", torch.float64).weight.dtype == torch.float64
+    linear.cpu()
+    assert linear.weight.device.type == "cpu" and type(linear.weight) is torch.nn.Parameter
+
+
+def test_what_python_sees_of_a_device_tensor_is_what_cuda_shows(device):
+    x = torch.tensor([1.5, -2.0], device="cuda")
+    assert repr(x) == "tensor([ 1.5000, -2.0000], device='cuda:0')"
+    assert repr(torch.ones(2, dtype=torch.int32, device="cuda")) == "tensor([1, 1], device='cuda:0', dtype=torch.int32)"
+    y = torch.ones(2, device="cuda", requires_grad=True)
+    assert repr(y * 2) == "tensor([2., 2.], device='cuda:0', grad_fn=<MulBackward0>)"
+    assert repr(y) == "tensor([1., 1.], device='cuda:0', requires_grad=True)"
+    assert x.tolist() == [1.5, -2.0] and x[0].item() == 1.5 and f"{x[1]:.1f}" == "-2.0"
+    assert x.type() == "torch.cuda.FloatTensor"
+    with pytest.raises(TypeError, match="can't convert cuda:0 device type tensor to numpy"):
+        x.numpy()
+    torch.testing.assert_close(x, x.clone())
+    with pytest.raises(AssertionError, match="device"):
+        torch.testing.assert_close(x, x.cpu())
+    assert torch.zeros_like(x, device="cpu").device.type == "cpu"
+
+
+def test_a_device_tensor_pickles_and_saves_as_one(device):
+    x = torch.randn(3, device="cuda")
+    for again in (pickle.loads(pickle.dumps(x)), copy.deepcopy(x)):
+        assert again.device.type == "cuda" and torch.equal(again, x)
+    saved = io.BytesIO()
+    torch.save({"x": x}, saved)
+    saved.seek(0)
+    loaded = torch.load(saved)["x"]  # weights_only, torch's default
+    assert loaded.device.type == "cuda" and torch.equal(loaded, x)
+
+
+def test_device_tensors_are_made_only_while_the_switch_is_on():
+    with kwshim.activate(device="cuda"):
+        kept = torch.ones(2, device="cuda")
+    assert kept.device.type == "cuda"  # a tensor made then stays the device's
+    assert type(torch.ones(2)) is torch.Tensor and not torch.ones(2).is_cuda
+    with pytest.raises((RuntimeError, AssertionError)):  # torch's own: this build has no CUDA
+        torch.ones(2, device="cuda")
