@@ -33,10 +33,11 @@ fixed = triton.autotune(configs=CONFIGS, key=["BLOCK_SIZE"])(kwsafe(triton.jit(s
 
 
 def launch(kernel):
-    a = torch.arange(8, dtype=torch.float32)
-    out = torch.zeros(8)
+    device = "cuda" if torch.cuda.is_available() else "cpu"  # a GPU, or kwshim's virtual one
+    a = torch.arange(8, dtype=torch.float32, device=device)
+    out = torch.zeros(8, device=device)
     kernel[(1,)](a, out, 8, BLOCK_SIZE=8)
-    return out
+    return out.cpu()
 
 
 def main():
