@@ -20,8 +20,8 @@ Why this and not another mechanism (measured in ``benchmarks/device_cost.py``): 
 (``_make_wrapper_subclass``) whose C++ device is ``cuda`` has no memory of its own, sends torch's
 internal factories (``at::empty(..., self.options())``) to a CUDA backend this build lacks, and cost
 19x per small operation; a subclass with only ``__torch_function__`` loses itself in autograd, whose
-gradients are plain tensors. This one costs a Python call per operation: about 6x on a step of
-three small operations, nothing measurable on large ones (README, "Suites that say cuda").
+gradients are plain tensors. This one costs a Python call per operation: 7.1x on a step of three
+small operations, 2.2x on a tiny MLP's step, 1.04x on large ones (README, "Quick start").
 """
 
 import weakref

@@ -12,7 +12,7 @@ sees ordinary tensors. Tuples, ``TensorDescriptor``\\ s and ``triton.reinterpret
 looked into.
 """
 
-import copy
+import dataclasses
 import sys
 
 from .device_tensor import DeviceTensor, host_view
@@ -44,13 +44,16 @@ def _handed(value, position, name):
         return value
     if type(value) is tuple:
         return tuple(_handed(item, position, name) for item in value)
-    base = getattr(value, "base", None)  # TensorDescriptor, reinterpret's TensorWrapper
-    if isinstance(base, torch.Tensor) and hasattr(value, "data_ptr") or type(value).__name__ == "TensorDescriptor":
-        handed = _handed(base, position, name)
-        if handed is base:
-            return value
-        value = copy.copy(value)
-        value.base = handed
+    base = getattr(value, "base", None)
+    if not isinstance(base, torch.Tensor):
+        return value
+    handed = _handed(base, position, name)
+    if handed is base:
+        return value
+    if dataclasses.is_dataclass(value):  # a TensorDescriptor
+        return dataclasses.replace(value, base=handed)
+    if hasattr(value, "data_ptr") and hasattr(value, "dtype"):  # triton.reinterpret's TensorWrapper
+        return type(value)(handed, value.dtype)
     return value
 
 
