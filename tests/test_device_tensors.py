@@ -161,14 +161,21 @@ def test_device_tensors_are_made_only_while_the_switch_is_on():
         torch.ones(2, device="cuda")
 
 
-def test_a_reinterpreted_device_tensor_reaches_the_kernel_as_its_memory(device_running_kernels):
-    @triton.jit
-    def ones_as_int(x_ptr, BLOCK: tl.constexpr):
-        offsets = tl.arange(0, BLOCK)
-        tl.store(x_ptr + offsets, tl.full((BLOCK,), 0x3F800000, tl.int32))
+@triton.jit
+def ones_as_int(x_ptr, BLOCK: tl.constexpr):
+    offsets = tl.arange(0, BLOCK)
+    tl.store(x_ptr + offsets, tl.full((BLOCK,), 0x3F800000, tl.int32))  # the bits of 1.0 in fp32
 
-    on_gpu = torch.zeros(4, device="cuda")
-    ones_as_int[(1,)](triton.reinterpret(on_gpu, tl.int32), BLOCK=4)
-    assert on_gpu.tolist() == [1.0] * 4
-    with pytest.raises(ValueError, match="cannot be accessed from Triton"):
-        ones_as_int[(1,)](triton.reinterpret(torch.zeros(4), tl.int32), BLOCK=4)
+
+def test_a_reinterpreted_device_tensor_reaches_the_kernel_as_its_memory():
+    needs_block_loads(lambda: None)()
+    host = torch.zeros(4)
+    ones_as_int[(1,)](triton.reinterpret(host, tl.int32), BLOCK=4)
+    if host.tolist() != [1.0] * 4:
+        pytest.skip(f"this release's interpreter stores through triton.reinterpret as values, not bits: {host.tolist()}")
+    with kwshim.activate(device="cuda"):
+        on_gpu = torch.zeros(4, device="cuda")
+        ones_as_int[(1,)](triton.reinterpret(on_gpu, tl.int32), BLOCK=4)
+        assert on_gpu.tolist() == [1.0] * 4
+        with pytest.raises(ValueError, match="cannot be accessed from Triton"):
+            ones_as_int[(1,)](triton.reinterpret(torch.zeros(4), tl.int32), BLOCK=4)

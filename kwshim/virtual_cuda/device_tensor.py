@@ -126,7 +126,14 @@ def _rebuild(host, requires_grad):
 
 
 def install(patch) -> None:
-    """``torch.load``'s ``weights_only`` unpickler taking a saved device tensor, through ``patch``."""
+    """``torch.load``'s ``weights_only`` unpickler taking a saved device tensor, through ``patch``;
+    and torch's first Python dispatch made now. It imports modules (``torch.distributed.tensor``),
+    which fails once Triton 2.2/2.3's interpreter has run a kernel: its patch of ``tl.math``
+    replaces every member, ``__file__`` too, and ``inspect`` then breaks on that module."""
+    try:
+        _make(DeviceTensor, torch.zeros(1)).add(0)
+    except Exception:  # noqa: BLE001 (the first operation on a device tensor will raise it again)
+        pass
     unpickler = getattr(torch, "_weights_only_unpickler", None)
     allowed = getattr(unpickler, "_get_user_allowed_globals", None)
     if callable(allowed):
