@@ -172,7 +172,7 @@ def test_a_reinterpreted_device_tensor_reaches_the_kernel_as_its_memory():
     host = torch.zeros(4)
     ones_as_int[(1,)](triton.reinterpret(host, tl.int32), BLOCK=4)
     if host.tolist() != [1.0] * 4:
-        pytest.skip(f"this release's interpreter stores through triton.reinterpret as values, not bits: {host.tolist()}")
+        pytest.skip(f"this release's interpreter stores through triton.reinterpret as values: {host.tolist()}")
     with kwshim.activate(device="cuda"):
         on_gpu = torch.zeros(4, device="cuda")
         ones_as_int[(1,)](triton.reinterpret(on_gpu, tl.int32), BLOCK=4)
