@@ -12,7 +12,8 @@ CPU; without it Dynamo runs the call eagerly, which is the unfused implementatio
 Eager flex attention runs its operator through Dynamo (``torch.compile(..., fullgraph=True)``), which
 cannot trace a device tensor: on the device, ``flex_attention`` runs on CPU copies of its inputs and
 its block mask, and its outputs are copied back, each copy differentiable as ``.cpu()`` and
-``.cuda()`` are.
+``.cuda()`` are; the device tensors a ``score_mod`` or ``mask_mod`` captures in its closure are
+handed in as their CPU memory (one captured through a module global is not seen).
 
 Probed, not read from a version: where torch has no ``_validate_device`` there is nothing to lift.
 """
@@ -34,6 +35,30 @@ def _eager_flex_attention_allowed(validate_device):
     return validate
 
 
+def _host_captures(function):
+    """``function`` (a ``score_mod`` or ``mask_mod``) with the device tensors it captures in its
+    closure as the CPU memory they are (Dynamo traces it, and cannot trace a device tensor)."""
+    import types
+
+    from .device_tensor import DeviceTensor, host_view
+
+    cells = getattr(function, "__closure__", None) or ()
+    if not any(isinstance(cell.cell_contents, DeviceTensor) for cell in cells if _filled(cell)):
+        return function
+    closure = tuple(types.CellType(host_view(cell.cell_contents)) if _filled(cell)
+                    and isinstance(cell.cell_contents, DeviceTensor) else cell for cell in cells)
+    return types.FunctionType(function.__code__, function.__globals__, function.__name__, function.__defaults__,
+                              closure)
+
+
+def _filled(cell):
+    try:
+        cell.cell_contents
+    except ValueError:  # a cell not yet bound
+        return False
+    return True
+
+
 def _on_host_copies(flex_attention):
     """``flex_attention`` taking device tensors through CPU copies (``device_tensor``)."""
     from .device_tensor import DeviceTensor, to_device, to_host
@@ -42,8 +67,13 @@ def _on_host_copies(flex_attention):
         if not isinstance(query, DeviceTensor):
             return flex_attention(query, key, value, *args, **kwargs)
 
-        def host(value):  # a BlockMask (it has .to and .as_tuple) on the CPU
-            return value.to("cpu") if hasattr(value, "as_tuple") and hasattr(value, "to") else value
+        def host(value):  # a BlockMask (it has .to and .as_tuple) on the CPU, and its mask_mod's captures
+            if hasattr(value, "as_tuple") and hasattr(value, "to"):
+                value = value.to("cpu")
+                if callable(getattr(value, "mask_mod", None)):
+                    value.mask_mod = _host_captures(value.mask_mod)
+                return value
+            return _host_captures(value) if callable(value) else value
 
         args, kwargs = [host(value) for value in args], {k: host(v) for k, v in kwargs.items()}
         out = flex_attention(to_host(query), to_host(key), to_host(value), *args, **kwargs)
