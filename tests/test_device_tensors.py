@@ -179,3 +179,12 @@ def test_a_reinterpreted_device_tensor_reaches_the_kernel_as_its_memory():
         assert on_gpu.tolist() == [1.0] * 4
         with pytest.raises(ValueError, match="cannot be accessed from Triton"):
             ones_as_int[(1,)](triton.reinterpret(torch.zeros(4), tl.int32), BLOCK=4)
+
+
+def test_a_matmul_with_out_dtype_runs_on_the_device_as_on_cuda(device):
+    a, b = torch.randn(4, 8, dtype=torch.bfloat16), torch.randn(8, 3, dtype=torch.bfloat16)
+    with pytest.raises((NotImplementedError, RuntimeError, TypeError)):  # torch's CPU build has no such kernel
+        torch.mm(a, b, out_dtype=torch.float32)
+    product = torch.mm(a.cuda(), b.cuda(), out_dtype=torch.float32)  # Liger's fused linear JSD, on cuda
+    assert product.dtype == torch.float32 and product.device.type == "cuda"
+    assert torch.equal(product.cpu(), a.float() @ b.float())

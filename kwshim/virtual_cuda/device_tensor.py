@@ -12,6 +12,8 @@ memory:
 - every operation on one goes through ``__torch_dispatch__``, which runs the CPU kernel and makes
   each new result a device tensor. The gradients autograd makes are results of operations on device
   tensors, so they are device tensors too (``x.grad``, an ``autograd.Function``'s ``grad_output``);
+- an operation CUDA has and the CPU build lacks (a matmul with ``out_dtype``) computes on the CPU
+  in that dtype;
 - an operation mixing a device tensor with a CPU tensor that is not 0-dim raises torch's own
   "Expected all tensors to be on the same device" (``copy_``, and indexing with CPU indices, are
   allowed, as on CUDA).
@@ -45,6 +47,35 @@ _MIXING = frozenset(op for op in (
     getattr(_aten.index_put, "default", None), getattr(_aten._index_put_impl_, "default", None),
     getattr(_aten.set_, "source_Tensor", None), getattr(_aten.lift_fresh, "default", None),
 ) if op is not None)
+
+
+def _into(out, result):
+    """``result`` written into an ``out=`` tensor, as an ``_out`` overload writes it."""
+    return out.resize_(result.shape).copy_(result)
+
+
+def _cuda_only():
+    """The operations CUDA has and torch's CPU build lacks, as the CPU computes them: a matmul with
+    ``out_dtype`` (torch 2.8+, which Liger's fused linear JSD calls on cuda only) in that dtype."""
+    def product(multiply):
+        return lambda a, b, out_dtype, out=None: (lambda r: r if out is None else _into(out, r))(
+            multiply(a.to(out_dtype), b.to(out_dtype)))
+
+    def accumulated(add):
+        return lambda c, a, b, out_dtype, beta=1, alpha=1, out=None: (lambda r: r if out is None else _into(out, r))(
+            add(c.to(out_dtype), a.to(out_dtype), b.to(out_dtype), beta=beta, alpha=alpha))
+
+    table = {}
+    for name, make in (("mm", product), ("bmm", product), ("addmm", accumulated), ("baddbmm", accumulated)):
+        packet = getattr(_aten, name, None)
+        for overload in ("dtype", "dtype_out"):
+            op = getattr(packet, overload, None) if packet is not None and overload in packet.overloads() else None
+            if op is not None:
+                table[op] = make(getattr(torch, name))
+    return table
+
+
+_CUDA_ONLY = _cuda_only()
 
 
 def _host_operand(args, kwargs):
@@ -81,7 +112,7 @@ class DeviceTensor(torch.Tensor):
                                    f"cuda:0 and cpu! (kwshim: the virtual CUDA device, in {func}; a tensor of shape "
                                    f"{tuple(host.shape)} is on the CPU: move it with .cuda())")
         with _no_dispatch():
-            out = func(*args, **kwargs)
+            out = _CUDA_ONLY[func](*args, **kwargs) if func in _CUDA_ONLY else func(*args, **kwargs)
         if type(out) is _PLAIN:
             return _make(DeviceTensor, out)
         if type(out) in (tuple, list):
