@@ -16,6 +16,7 @@ import dataclasses
 import sys
 
 from .device_tensor import DeviceTensor, host_view
+from .placement import is_pinned
 
 __all__ = ["install", "refusal"]
 
@@ -37,8 +38,6 @@ def _handed(value, position, name):
     if isinstance(value, DeviceTensor):
         return host_view(value)
     if isinstance(value, torch.Tensor):
-        from .placement import is_pinned
-
         if value.device.type == "cpu" and not is_pinned(value):
             raise refusal(position, name)
         return value
