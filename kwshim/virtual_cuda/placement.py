@@ -17,7 +17,6 @@ before the switch went on (``from torch import zeros``): that call asks for the 
 loudly ("Torch not compiled with CUDA enabled"), never silently.
 """
 
-import re
 import weakref
 
 from . import torch_cuda
@@ -58,25 +57,6 @@ def _target(value, index=False):
         device_index(value)
         return "cuda"
     return None
-
-
-_CUDA = re.compile(r"cuda(:\d+)?$")
-
-
-def _on_cpu(value, index=False):
-    """``value`` with a CUDA device in it made the CPU (``index``: an int is a device's index too, as
-    torch reads ``device=0``); anything else as it is. A device other than the one GPU raises."""
-    import torch
-
-    if isinstance(value, torch.device):
-        if value.type != "cuda":
-            return value
-        device_index(value)
-        return torch.device("cpu")
-    if isinstance(value, str) and _CUDA.match(value) or index and type(value) is int:
-        device_index(value)
-        return "cpu"
-    return value
 
 
 def _legacy_type(value):
@@ -130,7 +110,7 @@ def _generator_class(generator):
         __doc__ = generator.__doc__
 
         def __new__(cls, device="cpu"):
-            return generator(_on_cpu(device))
+            return generator("cpu" if _target(device) == "cuda" else device)
 
     return Generator
 
