@@ -188,3 +188,27 @@ def test_a_matmul_with_out_dtype_runs_on_the_device_as_on_cuda(device):
     product = torch.mm(a.cuda(), b.cuda(), out_dtype=torch.float32)  # Liger's fused linear JSD, on cuda
     assert product.dtype == torch.float32 and product.device.type == "cuda"
     assert torch.equal(product.cpu(), a.float() @ b.float())
+
+
+def test_half_precision_matmuls_sum_in_fp32_and_round_once_as_cublas(device):
+    """``parity/half_matmul.py`` on the H200: the device's bf16/fp16 ``mm``, ``addmm`` and ``bmm``
+    round an fp32 sum once, as cuBLAS, and agree with the H200's bits in at least as many elements as
+    torch's CPU path does (which, for a row-major second operand, is a scalar loop 60x slower)."""
+    import json
+    import os
+
+    from parity import half_matmul
+
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    with open(os.path.join(root, "parity", "half_matmul_h200.json")) as recorded:
+        answers = json.load(recorded)["answers"]
+    for index, case in enumerate(half_matmul.CASES):
+        a, b, c = half_matmul.inputs(torch, case, index)
+        on_cpu = half_matmul.compute(torch, case, a, b, c)  # kwshim leaves the CPU's own tensors alone
+        on_device = half_matmul.compute(torch, case, a.cuda(), b.cuda(), None if c is None else c.cuda())
+        assert on_device.device.type == "cuda" and on_device.dtype == a.dtype and on_device.is_contiguous()
+        widened = half_matmul.compute(torch, case, a.float(), b.float(), None if c is None else c.float())
+        assert torch.equal(on_device.cpu(), widened.to(a.dtype)), case
+        h200 = torch.tensor(answers[index]["bits"], dtype=torch.int16)
+        differ = int((torch.tensor(half_matmul.bits(on_device)) != h200).sum())
+        assert differ <= int((torch.tensor(half_matmul.bits(on_cpu)) != h200).sum()) and differ <= 0.002 * h200.numel()
