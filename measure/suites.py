@@ -251,7 +251,8 @@ def main(argv=None):
                 cells += [_counts(result), _kinds(result["classes"])]
             row = f"| {os.path.basename(path)} | " + " | ".join(cells) + " |"
             rows.append(row)
-            print(f"[{release}] {row}", flush=True)
+            seconds = ", ".join(f"{result['seconds']:.0f} s" for result in results.values())
+            print(f"[{release}] {row} ({seconds})", flush=True)
         rows.append("| **total** | " + " | ".join(f"{_counts(totals[c])} | {_kinds(totals[c]['classes'])}"
                                                   for c in columns) + " |")
         lines += _summary(release, columns, totals, h200) + [""] + rows + [""]
@@ -284,7 +285,8 @@ def _summary(release, columns, totals, h200):
         lines.append(f"**Triton {release}, the device (grid {grid})**: of the {ran} tests here that the H200 passes, "
                      f"{passing} pass{share}; pass here where the H200 fails: {len(wrong)}"
                      + (f" ({', '.join(wrong)})" if wrong else "") + "; not run on the H200: "
-                     f"{sum(node not in h200 for node in total['outcomes'])}.")
+                     f"{sum(node not in h200 for node in total['outcomes'])}; {total['seconds']:.0f} s summed "
+                     f"over its files.")
     for mode in ("kwshim", "device"):
         grids = [grid for m, grid in totals if m == mode]
         for grid in grids[1:]:
