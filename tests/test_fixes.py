@@ -141,3 +141,86 @@ def test_a_builtin_named_by_a_global_of_the_library_s_own_runs_as_compiled_trito
         language_aliases.exp2_of_magnitude[(1,)](x, out, BLOCK=16)
     assert torch.equal(out, torch.tensor([8.0, 2 ** 0.5, 1.0, 4.0] * 4))
     assert (language_aliases.maximum, language_aliases.exp2) == originals  # the launch's forwarders are gone
+
+
+def _closing_kernel(scale):
+    """A kernel that closes over a jitted helper and a number, as Triton's own tests define kernels."""
+
+    @triton.jit
+    def scaled(x):
+        return x * scale
+
+    @triton.jit
+    def kernel(x_ptr, out_ptr, BLOCK: tl.constexpr):
+        offsets = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+        tl.store(out_ptr + offsets, scaled(tl.load(x_ptr + offsets)))
+
+    return kernel
+
+
+@needs_block_loads
+@pytest.mark.parametrize("grid", ["sequential", "batched"])
+def test_a_kernel_reads_the_names_it_closes_over_as_compiled_triton_does(grid):
+    """From 3.2 the interpreter compiled a kernel's source again with its globals only: ``name
+    'scaled' is not defined``. Each closure keeps its own cells."""
+    from triton.runtime import interpreter
+
+    x = torch.arange(8.0)
+    outs = [torch.zeros(8), torch.zeros(8)]
+    if hasattr(interpreter, "FunctionRewriter"):
+        with pytest.raises(Exception, match="name 'scaled' is not defined"):
+            _closing_kernel(2.0)[(2,)](x, outs[0], BLOCK=4)  # bare
+    with kwshim.activate(grid=grid):
+        for scale, out in zip((3.0, 5.0), outs):
+            _closing_kernel(scale)[(2,)](x, out, BLOCK=4)
+    assert outs[0].tolist() == (x * 3).tolist() and outs[1].tolist() == (x * 5).tolist()
+
+
+def _mapping_kernels():
+    @triton.jit
+    def compare(x, y):
+        if x < y:
+            return -1
+        elif x == y:
+            return 0
+        else:
+            return 1
+
+    @triton.jit
+    def divided(a0, a1, b0, b1):
+        return a0 // b0, a1 // b1, a0 % b0, a1 % b1
+
+    @triton.jit
+    def kernel(x_ptr, y_ptr, sign_ptr, quotient_ptr, rest_ptr, BLOCK: tl.constexpr):
+        offsets = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+        x, y = tl.load(x_ptr + offsets), tl.load(y_ptr + offsets)
+        tl.store(sign_ptr + offsets, tl.map_elementwise(compare, x, y))
+        quotient, rest = tl.map_elementwise(divided, x, y, pack=2)
+        tl.store(quotient_ptr + offsets, quotient)
+        tl.store(rest_ptr + offsets, rest)
+
+    return kernel
+
+
+@needs_block_loads
+@pytest.mark.parametrize("grid", ["sequential", "batched"])
+def test_map_elementwise_calls_its_scalar_function_per_element_under_the_switch(grid):
+    """Triton's ``test_map_elementwise*`` (3.5 on): bare, ``'InterpreterBuilder' object has no
+    attribute 'new_block'``; a batch of programs runs it as the loop."""
+    if not hasattr(tl, "map_elementwise"):
+        pytest.skip("this release has no tl.map_elementwise")
+    kernel, original = _mapping_kernels(), tl.map_elementwise
+    generator = torch.Generator().manual_seed(0)
+    x = torch.randint(-50, 50, (16,), generator=generator, dtype=torch.int32)
+    y = torch.randint(1, 9, (16,), generator=generator, dtype=torch.int32)
+    y[3] = x[3] if x[3] > 0 else y[3]
+    sign, quotient, rest = (torch.zeros(16, dtype=torch.int32) for _ in range(3))
+    with pytest.raises(Exception, match="name 'compare' is not defined|new_block"):
+        kernel[(2,)](x, y, sign, quotient, rest, BLOCK=8)  # bare: the closure, then the region
+    with kwshim.activate(grid=grid):
+        kernel[(2,)](x, y, sign, quotient, rest, BLOCK=8)
+    assert sign.tolist() == ((x > y).int() - (x < y).int()).tolist()
+    # the GPU's integer division truncates toward zero, its remainder takes the dividend's sign
+    assert quotient.tolist() == torch.div(x, y, rounding_mode="trunc").tolist()
+    assert rest.tolist() == torch.fmod(x, y).tolist()
+    assert tl.map_elementwise is original and tl.core.map_elementwise is original

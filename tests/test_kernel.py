@@ -17,7 +17,7 @@ def test_paths_are_built_once_per_kernel_object_and_bind_keywords():
     paths = paths_of(_store_sum)
     assert paths_of(_store_sum) is paths and isinstance(paths, LaunchPaths)
     out = torch.zeros(1, dtype=torch.int32)
-    paths.launcher_for((1,))(out, b=3, a=4)
+    paths.launcher_for((1,), _store_sum)(out, b=3, a=4)
     assert int(out[0]) == 7
     paths.run(out, 1, b=2, grid=(1,), warmup=False)
     assert int(out[0]) == 3
@@ -61,3 +61,18 @@ def test_forgetting_a_dead_kernel_needs_no_module_global(monkeypatch):
     reference.__callback__(reference)  # what the weak reference calls when the kernel dies
     monkeypatch.undo()
     assert id(kernel) not in table
+
+
+def test_a_launcher_holds_its_kernel_as_compiled_triton_s_does():
+    """``make_kernel()[grid](...)``: nothing else holds the kernel, and the launcher keeps it alive
+    (before, the table's weak reference was dead by the call: 'NoneType' has no 'pre_run_hooks')."""
+    import gc
+
+    import kwshim
+
+    out = torch.zeros(1, dtype=torch.int32)
+    with kwshim.activate():
+        launcher = triton.jit(_stores_one)[(1,)]
+        gc.collect()
+        launcher(out)
+    assert int(out[0]) == 1

@@ -3,6 +3,8 @@ compiled Triton runs, the gap is filled while the switch is on (probed on the in
 
 - ``~`` on booleans: builders that lack ``get_int1_ty`` or refuse int1 in ``get_all_ones_value``;
 - ``tl.sort`` with NumPy: 3.0's interpreter cannot run the bitonic network on 1-D blocks;
+- ``tl.map_elementwise`` (3.5 on): the interpreter has no regions (``'InterpreterBuilder' object has
+  no attribute 'new_block'``); the scalar function runs once per element (``pack`` at a time);
 - a ``for`` loop's variable a tensor, as compiled Triton's is: the interpreter runs the loop in
   Python, where ``for i in range(n): i.to(tl.int64)`` fails (``'int' object has no attribute
   'to'``; flash-linear-attention's delta-rule kernels do this). On 3.2 and later, whose interpreter
@@ -10,6 +12,10 @@ compiled Triton runs, the gap is filled while the switch is on (probed on the in
 - a scalar's ``__index__`` (``range(0, n_cols, BLOCK)`` on an argument): up to 3.6 the interpreter takes
   ``int()`` of a one-element array, which NumPy 1.25 deprecates and NumPy 2.5 refuses ("only
   0-dimensional arrays can be converted to Python scalars"); 3.7's own form squeezes it first.
+
+- a kernel's closure (a jitted helper defined beside it, in a test function): from 3.2 the
+  interpreter compiles the kernel's source again with its globals only (``name 'compare' is not
+  defined``), where compiled Triton resolves the names it closes over;
 
 A new interpreter fix goes here: a probe of the gap, a replacement, one line in ``install``.
 """
@@ -107,6 +113,52 @@ def _cpu_sort(original):
     return sort
 
 
+def _map_elementwise(original):
+    """``tl.map_elementwise`` as compiled Triton maps it: the arguments broadcast, then the scalar
+    function called on each element (``pack`` consecutive elements of every argument at a time, its
+    results grouped by output), its Python control flow taken per element. A batch of programs runs
+    it as the loop (``Fallback``): the per-element calls are the program's own."""
+
+    def map_elementwise(scalar_fn, *args, pack=1, **kwargs):
+        import triton.language as tl
+        from triton.runtime import interpreter
+
+        pack = pack.value if isinstance(pack, tl.constexpr) else pack
+        builder = interpreter.interpreter_builder
+        handles = [getattr(a, "handle", None) for a in args]
+        if kwargs or not args or not all(isinstance(handle, interpreter.TensorHandle) for handle in handles):
+            return original(scalar_fn, *args, pack=pack, **kwargs)
+        if getattr(builder, "kwshim_batch", None) is not None:
+            from .program_axis import Fallback
+
+            raise Fallback("tl.map_elementwise calls its scalar function per element, in each program")
+        shape = np.broadcast_shapes(*(a.handle.data.shape for a in args))
+        columns = [np.broadcast_to(a.handle.data, shape).reshape(-1) for a in args]
+        if columns[0].size % pack:
+            raise ValueError(f"kwshim: tl.map_elementwise with pack={pack} over {columns[0].size} elements")
+        results = None
+        for start in range(0, columns[0].size, pack):
+            scalars = [tl.tensor(interpreter.TensorHandle(column[start + j:start + j + 1].copy(), a.handle.dtype),
+                                 a.dtype) for a, column in zip(args, columns) for j in range(pack)]
+            out = scalar_fn(*scalars)
+            out = [interpreter._implicit_cvt(value) if not isinstance(value, tl.tensor) else value
+                   for value in (out if isinstance(out, tuple) else (out,))]
+            if results is None:
+                results = [(value, []) for value in out[::pack]]
+            for k, (first, values) in enumerate(results):
+                for j in range(pack):
+                    values.append(out[k * pack + j].handle.data.reshape(-1)[0])
+        mapped = tuple(tl.tensor(interpreter.TensorHandle(np.array(values, dtype=first.handle.data.dtype)
+                                                          .reshape(shape), first.handle.dtype),
+                                 tl.block_type(first.dtype, list(shape)) if shape else first.dtype)
+                       for first, values in results)
+        return mapped[0] if len(mapped) == 1 else mapped
+
+    map_elementwise.__name__ = "map_elementwise"
+    map_elementwise.__wrapped__ = original
+    return map_elementwise
+
+
 #: The loops whose variable compiled Triton makes a tensor: ``range``, ``tl.range``
 #: (``tl.static_range`` is unrolled, its variable a constexpr; other iterables are unrolled too).
 _TENSOR_LOOPS = ("range",)
@@ -147,7 +199,35 @@ def _install_loop_variables(patch, interpreter):
     if transformer is None or function is None or not isinstance(vars(function).get("rewritten_fn"), dict):
         return
     patch.setattr(rewriter, "ast_transformer", _loop_variables(type(transformer))())
+    if callable(vars(rewriter).get("_compile_and_exec")):
+        patch.setattr(rewriter, "_compile_and_exec", _closure_exec(vars(rewriter)["_compile_and_exec"]))
     patch.setattr(function, "rewritten_fn", _REWRITTEN)
+
+
+def _closure_exec(original):
+    """The release's ``FunctionRewriter._compile_and_exec``, the rewritten kernel keeping the cells
+    of the names the kernel closes over: its definition is compiled inside a function of those
+    names, and the function it gives is made again over the kernel's own cells."""
+
+    def _compile_and_exec(self, transformed_ast):
+        code, cells = self.fn.__code__, self.fn.__closure__
+        if not cells or len(transformed_ast.body) != 1 or not isinstance(transformed_ast.body[0], ast.FunctionDef):
+            return original(self, transformed_ast)
+        definition = transformed_ast.body[0]
+        outer = ast.FunctionDef(name=self.fn.__name__, args=ast.arguments(
+            posonlyargs=[], args=[ast.arg(arg=name) for name in code.co_freevars], kwonlyargs=[], kw_defaults=[],
+            defaults=[]), body=[definition, ast.Return(value=ast.Name(id=definition.name, ctx=ast.Load()))],
+            decorator_list=[], returns=None)
+        module = ast.fix_missing_locations(ast.Module(body=[ast.copy_location(outer, definition)], type_ignores=[]))
+        rewritten = original(self, module)(*([None] * len(code.co_freevars)))
+        own = dict(zip(code.co_freevars, cells))
+        kept = types.FunctionType(rewritten.__code__, rewritten.__globals__, rewritten.__name__,
+                                  rewritten.__defaults__, tuple(own[name] for name in rewritten.__code__.co_freevars))
+        kept.__kwdefaults__, kept.__annotations__ = rewritten.__kwdefaults__, rewritten.__annotations__
+        kept.__qualname__, kept.__module__ = rewritten.__qualname__, rewritten.__module__
+        return kept
+
+    return _compile_and_exec
 
 
 class _StrictArray(np.ndarray):
@@ -210,7 +290,7 @@ def _mended_tensor_patch(interpreter):
 
 
 def install(patch):
-    """Fill the installed interpreter's gaps through ``patch``: ``tl.sort``, the builder's, loop
+    """Fill the installed interpreter's gaps through ``patch``: ``tl.sort``, ``tl.map_elementwise``, the builder's, loop
     variables, a scalar's index."""
     import triton.language as tl
     from triton.runtime import interpreter
@@ -222,6 +302,12 @@ def install(patch):
         standard = sys.modules.get("triton.language.standard")
         if standard is not None and vars(standard).get("sort") is original_sort:
             patch.setattr(standard, "sort", cpu_sort)
+    original_map = vars(tl).get("map_elementwise")
+    if original_map is not None:
+        mapping = _map_elementwise(original_map)
+        patch.setattr(tl, "map_elementwise", mapping)
+        if vars(tl.core).get("map_elementwise") is original_map:
+            patch.setattr(tl.core, "map_elementwise", mapping)
     builder_class = _builder_class(interpreter)
     if builder_class is not None:
         for name, replacement in _builder_gaps(builder_class):

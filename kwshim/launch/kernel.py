@@ -37,7 +37,7 @@ _LAUNCH_LOCK = interpreter.LAUNCH_LOCK
 class LaunchPaths:
     """One interpreted kernel's launch paths, built once from values fixed per kernel.
 
-    ``launcher_for(grid)`` is what ``kernel[grid]`` returns; ``run(*args, grid, warmup, **kw)``
+    ``launcher_for(grid, kernel)`` is what ``kernel[grid]`` returns; ``run(*args, grid, warmup, **kw)``
     is ``kernel.run``. Both follow compiled Triton's order: the keywords compiled ``run``
     injects itself (``debug``, ...), pre-run hooks, binding errors, option values, unknown keywords.
     """
@@ -120,14 +120,15 @@ class LaunchPaths:
                     patch.setattr(interpreter.special_registers_module(), "launch_warps", kwargs["num_warps"])
                 return raw(grid, positional, keywords)
 
-        def launcher_for(grid):
+        def launcher_for(grid, kernel):
+            """What ``kernel[grid]`` returns. It holds ``kernel``, as compiled Triton's launcher holds
+            its kernel: ``make_kernel()[grid](...)`` launches a kernel nothing else holds."""
             if type(grid) is list:  # compiled Triton launches a list grid; the interpreter cannot
                 grid = tuple(grid)
             elif callable(grid):
                 grid = _tuple_grid(grid)
 
             def launcher(*args, **kwargs):
-                kernel = this()
                 if not kwargs and len(args) == arity and not (has_hooks and kernel.pre_run_hooks):
                     # every parameter given positionally: bound as it is, launched with no extra frame
                     if convert is not None:
@@ -260,8 +261,8 @@ def launcher_via_paths(kernel, grid):
     switch is on. ``paths_of`` inlined: this runs on every launch."""
     entry = _PATHS.get(id(kernel))
     if entry is not None and entry[0]() is kernel:
-        return entry[1].launcher_for(grid)
-    return paths_of(kernel).launcher_for(grid)
+        return entry[1].launcher_for(grid, kernel)
+    return paths_of(kernel).launcher_for(grid, kernel)
 
 
 @functools.lru_cache(maxsize=None)
@@ -332,7 +333,7 @@ class KwsafeKernel(wrapt.ObjectProxy):
         self._self_run = paths.run
 
     def __getitem__(self, grid):
-        return self._self_launcher_for(grid)
+        return self._self_launcher_for(grid, self.__wrapped__)
 
     @property
     def run(self):
