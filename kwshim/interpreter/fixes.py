@@ -217,7 +217,7 @@ def _closure_exec(original):
         outer = ast.FunctionDef(name=self.fn.__name__, args=ast.arguments(
             posonlyargs=[], args=[ast.arg(arg=name) for name in code.co_freevars], kwonlyargs=[], kw_defaults=[],
             defaults=[]), body=[definition, ast.Return(value=ast.Name(id=definition.name, ctx=ast.Load()))],
-            decorator_list=[], returns=None)
+            decorator_list=[], returns=None, **({"type_params": []} if "type_params" in ast.FunctionDef._fields else {}))
         module = ast.fix_missing_locations(ast.Module(body=[ast.copy_location(outer, definition)], type_ignores=[]))
         rewritten = original(self, module)(*([None] * len(code.co_freevars)))
         own = dict(zip(code.co_freevars, cells))
