@@ -214,10 +214,11 @@ def _closure_exec(original):
         if not cells or len(transformed_ast.body) != 1 or not isinstance(transformed_ast.body[0], ast.FunctionDef):
             return original(self, transformed_ast)
         definition = transformed_ast.body[0]
+        generic = {"type_params": []} if "type_params" in ast.FunctionDef._fields else {}  # Python 3.12 on
         outer = ast.FunctionDef(name=self.fn.__name__, args=ast.arguments(
             posonlyargs=[], args=[ast.arg(arg=name) for name in code.co_freevars], kwonlyargs=[], kw_defaults=[],
             defaults=[]), body=[definition, ast.Return(value=ast.Name(id=definition.name, ctx=ast.Load()))],
-            decorator_list=[], returns=None, **({"type_params": []} if "type_params" in ast.FunctionDef._fields else {}))
+            decorator_list=[], returns=None, **generic)
         module = ast.fix_missing_locations(ast.Module(body=[ast.copy_location(outer, definition)], type_ignores=[]))
         rewritten = original(self, module)(*([None] * len(code.co_freevars)))
         own = dict(zip(code.co_freevars, cells))
