@@ -209,7 +209,7 @@ def test_map_elementwise_calls_its_scalar_function_per_element_under_the_switch(
     attribute 'new_block'``; a batch of programs runs it as the loop."""
     if not hasattr(tl, "map_elementwise"):
         pytest.skip("this release has no tl.map_elementwise")
-    kernel, original = _mapping_kernels(), tl.map_elementwise
+    kernel = _mapping_kernels()
     generator = torch.Generator().manual_seed(0)
     x = torch.randint(-50, 50, (16,), generator=generator, dtype=torch.int32)
     y = torch.randint(1, 9, (16,), generator=generator, dtype=torch.int32)
@@ -217,10 +217,11 @@ def test_map_elementwise_calls_its_scalar_function_per_element_under_the_switch(
     sign, quotient, rest = (torch.zeros(16, dtype=torch.int32) for _ in range(3))
     with pytest.raises(Exception, match="name 'compare' is not defined|new_block"):
         kernel[(2,)](x, y, sign, quotient, rest, BLOCK=8)  # bare: the closure, then the region
+    before = (tl.map_elementwise, tl.core.map_elementwise)  # up to 3.5 a launch leaves its own patch
     with kwshim.activate(grid=grid):
         kernel[(2,)](x, y, sign, quotient, rest, BLOCK=8)
     assert sign.tolist() == ((x > y).int() - (x < y).int()).tolist()
     # the GPU's integer division truncates toward zero, its remainder takes the dividend's sign
     assert quotient.tolist() == torch.div(x, y, rounding_mode="trunc").tolist()
     assert rest.tolist() == torch.fmod(x, y).tolist()
-    assert tl.map_elementwise is original and tl.core.map_elementwise is original
+    assert (tl.map_elementwise, tl.core.map_elementwise) == before
