@@ -2,14 +2,18 @@
 ``pytest --kwshim`` and under ``pytest --kwshim --kwshim-device cuda``, per Triton release, classify
 every failure, and hold the device column to the H200's outcome for each test.
 
-    .venv/bin/python measure/suites.py [--library liger|fla] [--releases 3.0.0 3.9.0] [--per-file 3]
+    .venv/bin/python measure/suites.py [--library liger|fla|triton] [--releases 3.0.0 3.9.0] [--per-file 3]
         [--modes bare kwshim device] [--grids batched] [--timeout 300] [--page docs/evidence/suites.md]
+    python measure/suites.py --library triton --per-file 2 --h200 > measure/outcomes/h200-triton-3.6.0.txt  # a GPU
 
 - Liger-Kernel's sdist holds its tests (``test/transformers``); it is fetched with
   ``pip download liger-kernel==0.8.5 --no-binary :all: --no-deps`` into ``.suites/``.
 - flash-linear-attention's PyPI packages hold no tests: a git checkout at tag v0.5.2 goes into
   ``.suites/flash-linear-attention-0.5.2`` (``git clone``; where GitHub cannot be reached, put one
   there by hand). Its tests need Triton 3.3 or later.
+- Triton's own language tests (``test_core``, ``test_standard``, ``test_random``, ``test_libdevice``)
+  come from a sparse git checkout at the release's tag into ``.suites/triton-3.6.0``; they are
+  sampled per test function (``--per-file`` of each), and run with the release they belong to.
 
 For each test file the first ``--per-file`` tests run (each file in its own pytest process, with a
 time limit), in each mode, with Triton from ``.triton/<release>`` (installed as ``make test`` does).
@@ -43,9 +47,10 @@ OUTCOMES = os.path.join(ROOT, "measure", "outcomes")
 class Library:
     """A suite: where its tests come from, which files run, and the H200's outcomes for them."""
 
-    def __init__(self, name, title, files, outcomes, fetch, table="suites"):
+    def __init__(self, name, title, files, outcomes, fetch, table="suites", per_function=False):
         self.name, self.title, self.files, self.outcomes, self.fetch = name, title, files, outcomes, fetch
         self.marker = table  # its table's markers on the suites page
+        self.per_function = per_function  # sample the first tests of each test function, not of each file
 
     def h200(self):
         """{node id: outcome} as the H200 measured them ({} where none were)."""
@@ -100,12 +105,39 @@ def fetch_fla():
     return folder
 
 
+TRITON_RELEASE = "3.6.0"  # the release whose tests the H200 ran (``measure/outcomes/h200-triton-3.6.0.txt``)
+TRITON_TESTS = "python/test/unit/language"
+
+
+def fetch_triton():
+    """Triton's own language tests at ``v{TRITON_RELEASE}`` (``python/test/conftest.py`` and
+    ``python/test/unit/language``: a sparse git checkout; its wheels hold no tests)."""
+    folder = os.path.join(FOLDER, "triton-" + TRITON_RELEASE)
+    if not os.path.isfile(os.path.join(folder, TRITON_TESTS, "test_core.py")):
+        url = "https://github.com/triton-lang/triton"
+        done = subprocess.run(["git", "clone", "--quiet", "--depth", "1", "--branch", f"v{TRITON_RELEASE}",
+                               "--filter=blob:none", "--sparse", url, folder])
+        done = done.returncode or subprocess.run(["git", "-C", folder, "sparse-checkout", "set",
+                                                  "python/test"]).returncode
+        if done:
+            sys.exit(f"suites: no checkout of Triton v{TRITON_RELEASE}'s tests in {folder}, and git clone failed: put "
+                     f"its python/test/conftest.py and {TRITON_TESTS} there (a release branch's git archive serves)")
+    ini = os.path.join(folder, "pytest.ini")
+    if not os.path.exists(ini):  # the folder its own rootdir: node ids relative to it, not to a project above
+        with open(ini, "w") as handle:
+            handle.write("[pytest]\n")
+    return folder
+
+
 LIBRARIES = {
     "liger": Library("liger", "Liger-Kernel 0.8.5's own `test/transformers`", ["test/transformers/test_*.py"],
                      "h200-liger_kernel-0.8.5.txt", fetch_liger),
     "fla": Library("fla", "flash-linear-attention v0.5.2's own tests",
                    ["tests/ops/test_gla.py", "tests/ops/test_delta.py", "tests/modules/test_l2norm.py"],
                    "h200-flash_linear_attention-0.5.2.txt", fetch_fla, table="suites-fla"),
+    "triton": Library("triton", f"Triton {TRITON_RELEASE}'s own language tests",
+                      [f"{TRITON_TESTS}/test_{name}.py" for name in ("core", "standard", "random", "libdevice")],
+                      f"h200-triton-{TRITON_RELEASE}.txt", fetch_triton, table="suites-triton", per_function=True),
 }
 
 
@@ -117,12 +149,16 @@ def environment(source, release):
     return env
 
 
-def collect(source, path, env, per_file, extra=()):
+def collect(source, path, env, per_file, extra=(), per_function=False):
     """The first ``per_file`` test ids of ``path`` (collected with ``extra``: a suite can parametrize
-    on the device it finds)."""
+    on the device it finds), or with ``per_function`` the first ``per_file`` of each test function."""
     done = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *extra, "--co", path],
                           capture_output=True, text=True, env=env, cwd=source, timeout=600)
-    ids = [line for line in done.stdout.splitlines() if "::" in line]
+    ids = [line for line in done.stdout.splitlines() if line.startswith(path + "::")]  # not a warning's text
+    if per_function:
+        taken = {}
+        return [node for node in ids if taken.setdefault(node.split("[")[0], []).append(node) or
+                len(taken[node.split("[")[0]]) <= per_file]
     return ids[:per_file]
 
 
@@ -198,6 +234,38 @@ def _kinds(classes):
     return ", ".join(f"{k} {n}" for k, n in sorted(classes.items()))
 
 
+def record_h200(library, options):
+    """The H200's outcomes for the same sample, printed as ``measure/outcomes/`` holds them: run on a
+    GPU machine, with compiled Triton (no ``TRITON_INTERPRET``), each file in its own pytest process."""
+    import platform
+
+    source = library.fetch()
+    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
+    env["PYTHONPATH"] = os.pathsep.join([os.path.join(source, "src"), source])
+    import torch
+    import triton
+
+    print(f"# Outcomes of {library.title} on an {torch.cuda.get_device_name()} (compiled Triton {triton.__version__}, "
+          f"torch {torch.__version__}, Python {platform.python_version()}), measured {time.strftime('%Y-%m-%d')} with")
+    print(f"#   measure/suites.py --library {library.name} --h200 --per-file {options.per_file} "
+          f"(the first {options.per_file} tests of each {'test function' if library.per_function else 'file'})")
+    print("# One line per test: outcome, then the pytest node id.")
+    files = options.files or sorted(os.path.relpath(p, source) for pattern in library.files
+                                    for p in glob.glob(os.path.join(source, pattern)))
+    for path in files:
+        ids = collect(source, path, env, options.per_file, per_function=library.per_function)
+        if not ids:
+            print(f"suites: nothing collected from {path}", file=sys.stderr)
+            continue
+        extra = ["-n", str(options.workers)] if options.workers else []
+        result = run_file(source, path, ids, env, extra, options.timeout)
+        print(f"suites: {path}: {len(ids)} collected, {len(result['outcomes'])} outcomes in {result['seconds']:.0f} s "
+              f"{result.get('classes', '')}", file=sys.stderr)
+        for node, outcome in sorted(result["outcomes"].items()):
+            print(f"{outcome} {node}", flush=True)
+    return 0
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--library", choices=sorted(LIBRARIES), default="liger")
@@ -208,16 +276,21 @@ def main(argv=None):
                         help="the kwshim modes run under each (outcomes and wall time compared)")
     parser.add_argument("--timeout", type=int, default=300, help="seconds per file and mode")
     parser.add_argument("--files", nargs="*", help="test files (default: the library's)")
+    parser.add_argument("--h200", action="store_true", help="record the H200's outcomes for the sample (on a GPU)")
+    parser.add_argument("--workers", type=int, default=0, help="with --h200: pytest-xdist workers per file")
     parser.add_argument("--page", help="rewrite the library's table between its markers on this page "
                                        "(docs/evidence/suites.md)")
     options = parser.parse_args(argv)
     library = LIBRARIES[options.library]
+    if options.h200:
+        return record_h200(library, options)
     source = library.fetch()
     h200 = library.h200()
     files = options.files or sorted(os.path.relpath(p, source) for pattern in library.files
                                     for p in glob.glob(os.path.join(source, pattern)))
     columns = [(mode, grid) for mode in options.modes for grid in (["sequential"] if mode == "bare" else options.grids)]
-    lines = [f"{evidence.stamp('make suites')} {library.title}, the first {options.per_file} tests of each file, "
+    unit = "test function" if library.per_function else "file"
+    lines = [f"{evidence.stamp('make suites')} {library.title}, the first {options.per_file} tests of each {unit}, "
              f"on the CPU interpreter.", ""]
     for release in options.releases:
         install("triton", release, os.path.join(ROOT, ".triton", release))
@@ -233,8 +306,8 @@ def main(argv=None):
             for mode, grid in columns:
                 extra = MODES[mode] + ([] if mode == "bare" else ["--kwshim-grid", grid])
                 if mode not in collected:  # once per mode: its grids run the same tests
-                    collected[mode] = collect(source, path, env, options.per_file, MODES[mode]) or \
-                        collect(source, path, env, options.per_file)
+                    collected[mode] = collect(source, path, env, options.per_file, MODES[mode], library.per_function) \
+                        or collect(source, path, env, options.per_file, per_function=library.per_function)
                 if not collected[mode]:
                     break
                 results[mode, grid] = run_file(source, path, collected[mode], env, extra, options.timeout)
