@@ -62,12 +62,14 @@ test-quick: venv $(foreach v,$(TEST_TRITONS),.triton/$(v)/.installed)
 # Real libraries' own tests, classified, the device column held to the H200's outcomes
 # (measure/outcomes/): Liger-Kernel 0.8.5's test/transformers bare, under --kwshim and under the
 # virtual CUDA device, on Triton 3.0.0 and 3.9.0; flash-linear-attention v0.5.2's three op files
-# under the device (a git checkout: where GitHub cannot be reached, the step says so and is skipped).
+# under the device, and Triton 3.6.0's own language tests under the device (git checkouts: where
+# GitHub cannot be reached, the step says so and is skipped).
 # Rewrites docs/evidence/suites.md's tables. Slow: not part of `make test`.
 suites: venv
 	$(PY) -m pip install --quiet --disable-pip-version-check -e '.[test,suites]'
 	$(PY) measure/suites.py --page docs/evidence/suites.md
 	-$(PY) measure/suites.py --library fla --releases 3.6.0 --modes device --grids batched --timeout 700 --page docs/evidence/suites.md
+	-$(PY) measure/suites.py --library triton --releases 3.6.0 --per-file 2 --modes device --grids batched --timeout 1800 --page docs/evidence/suites.md
 
 # Liger-Kernel's kernels batched against Triton's loop, torch and the NumPy floor (Triton 3.9.0,
 # Liger from `make suites`' checkout); rewrites docs/evidence/speed.md.
