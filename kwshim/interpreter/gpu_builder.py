@@ -308,6 +308,8 @@ def _gpu_reductions(cls):
         def added(self, input):
             data, axis = input.handle.data, self.axis
             batched = int(getattr(self, "kwshim_program_axis", False))  # reductions: programs first
+            if axis is None and data.ndim - batched > 1:  # a whole block: one row, in row-major order
+                data = data.reshape(data.shape[:batched] + (-1,))
             row = data.ndim - batched == 1 and axis in (None, batched) and data.dtype.itemsize == 2 \
                 and input.dtype.scalar.name in ("fp16", "bf16") and data.shape[-1] & (data.shape[-1] - 1) == 0
             if not row:
@@ -315,7 +317,7 @@ def _gpu_reductions(cls):
             warps = 4 if special_registers.launch_warps is None else special_registers.launch_warps
             total = lane_order.lane_sum(data, warps)
             if getattr(self, "keep_dims", False):
-                total = total[..., None]
+                total = total.reshape(total.shape + (1,) * (input.handle.data.ndim - batched))
             return self.to_tensor(total, input.dtype)
 
         return added

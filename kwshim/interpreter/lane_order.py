@@ -14,7 +14,9 @@ order gives the H200's bits for all 320 measured row sums (fp16 and bf16, N from
 1 to 8 warps). Not modelled: where the row is a product the kernel just computed (``tl.sum(x * x)``),
 the GPU contracts the product into the first add (an fma): 280 of 320 rows agree.
 
-Only a row per program (a 1-D block) is ordered so; other shapes keep the interpreter's order.
+A whole block's sum (``tl.sum(x)`` of a 2-D block, ``axis=None``) is one row in row-major order, as
+Triton reshapes it: the H200's bits for all 224 measured block sums (``parity/block_sums.py``).
+Other reductions of a 2-D block keep the interpreter's order.
 """
 
 import numpy as np
