@@ -7,7 +7,6 @@ interpreter to it (the rows of ``parity/lane_sums.py``, here as blocks).
 """
 
 import json
-import sys
 
 import triton
 import triton.language as tl
