@@ -11,8 +11,7 @@ compiled Triton runs, the gap is filled while the switch is on (probed on the in
   rewrites a kernel's source (``ASTTransformer``); 3.0 and 3.1 keep the gap;
 - a scalar's ``__index__`` (``range(0, n_cols, BLOCK)`` on an argument): up to 3.6 the interpreter takes
   ``int()`` of a one-element array, which NumPy 1.25 deprecates and NumPy 2.5 refuses ("only
-  0-dimensional arrays can be converted to Python scalars"); 3.7's own form squeezes it first.
-
+  0-dimensional arrays can be converted to Python scalars"); 3.7's own form squeezes it first;
 - a kernel's closure (a jitted helper defined beside it, in a test function): from 3.2 the
   interpreter compiles the kernel's source again with its globals only (``name 'compare' is not
   defined``), where compiled Triton resolves the names it closes over;
@@ -124,22 +123,21 @@ def _map_elementwise(original):
         from triton.runtime import interpreter
 
         pack = pack.value if isinstance(pack, tl.constexpr) else pack
-        builder = interpreter.interpreter_builder
         handles = [getattr(a, "handle", None) for a in args]
         if kwargs or not args or not all(isinstance(handle, interpreter.TensorHandle) for handle in handles):
             return original(scalar_fn, *args, pack=pack, **kwargs)
-        if getattr(builder, "kwshim_batch", None) is not None:
+        if getattr(interpreter.interpreter_builder, "kwshim_batch", None) is not None:
             from .program_axis import Fallback
 
             raise Fallback("tl.map_elementwise calls its scalar function per element, in each program")
-        shape = np.broadcast_shapes(*(a.handle.data.shape for a in args))
-        columns = [np.broadcast_to(a.handle.data, shape).reshape(-1) for a in args]
+        shape = np.broadcast_shapes(*(handle.data.shape for handle in handles))
+        columns = [np.broadcast_to(handle.data, shape).reshape(-1) for handle in handles]
         if columns[0].size % pack:
             raise ValueError(f"kwshim: tl.map_elementwise with pack={pack} over {columns[0].size} elements")
         results = None
         for start in range(0, columns[0].size, pack):
-            scalars = [tl.tensor(interpreter.TensorHandle(column[start + j:start + j + 1].copy(), a.handle.dtype),
-                                 a.dtype) for a, column in zip(args, columns) for j in range(pack)]
+            scalars = [tl.tensor(interpreter.TensorHandle(column[start + j:start + j + 1].copy(), handle.dtype),
+                                 a.dtype) for a, handle, column in zip(args, handles, columns) for j in range(pack)]
             out = scalar_fn(*scalars)
             out = [interpreter._implicit_cvt(value) if not isinstance(value, tl.tensor) else value
                    for value in (out if isinstance(out, tuple) else (out,))]
