@@ -52,6 +52,11 @@ class Library:
         self.marker = table  # its table's markers on the suites page
         self.per_function = per_function  # sample the first tests of each test function, not of each file
 
+    def test_files(self, source):
+        """Its test files in the checkout ``source``, relative to it."""
+        return sorted(os.path.relpath(path, source) for pattern in self.files
+                      for path in glob.glob(os.path.join(source, pattern)))
+
     def h200(self):
         """{node id: outcome} as the H200 measured them ({} where none were)."""
         path = os.path.join(OUTCOMES, self.outcomes)
@@ -155,11 +160,15 @@ def collect(source, path, env, per_file, extra=(), per_function=False):
     done = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *extra, "--co", path],
                           capture_output=True, text=True, env=env, cwd=source, timeout=600)
     ids = [line for line in done.stdout.splitlines() if line.startswith(path + "::")]  # not a warning's text
-    if per_function:
-        taken = {}
-        return [node for node in ids if taken.setdefault(node.split("[")[0], []).append(node) or
-                len(taken[node.split("[")[0]]) <= per_file]
-    return ids[:per_file]
+    if not per_function:
+        return ids[:per_file]
+    taken, sample = {}, []
+    for node in ids:
+        function = node.split("[")[0]
+        taken[function] = taken.get(function, 0) + 1
+        if taken[function] <= per_file:
+            sample.append(node)
+    return sample
 
 
 def run_file(source, path, ids, env, extra, limit):
@@ -250,8 +259,7 @@ def record_h200(library, options):
     print(f"#   measure/suites.py --library {library.name} --h200 --per-file {options.per_file} "
           f"(the first {options.per_file} tests of each {'test function' if library.per_function else 'file'})")
     print("# One line per test: outcome, then the pytest node id.")
-    files = options.files or sorted(os.path.relpath(p, source) for pattern in library.files
-                                    for p in glob.glob(os.path.join(source, pattern)))
+    files = options.files or library.test_files(source)
     for path in files:
         ids = collect(source, path, env, options.per_file, per_function=library.per_function)
         if not ids:
@@ -286,8 +294,7 @@ def main(argv=None):
         return record_h200(library, options)
     source = library.fetch()
     h200 = library.h200()
-    files = options.files or sorted(os.path.relpath(p, source) for pattern in library.files
-                                    for p in glob.glob(os.path.join(source, pattern)))
+    files = options.files or library.test_files(source)
     columns = [(mode, grid) for mode in options.modes for grid in (["sequential"] if mode == "bare" else options.grids)]
     unit = "test function" if library.per_function else "file"
     lines = [f"{evidence.stamp('make suites')} {library.title}, the first {options.per_file} tests of each {unit}, "

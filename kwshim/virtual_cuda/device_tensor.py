@@ -49,6 +49,10 @@ _MIXING = frozenset(op for op in (
 ) if op is not None)
 
 
+#: torch's matmuls with a CUDA-only overload (``out_dtype``) and a half-precision path of their own
+_MATMULS = ("mm", "bmm", "addmm", "baddbmm")
+
+
 def _into(out, result):
     """``result`` written into an ``out=`` tensor, as an ``_out`` overload writes it."""
     return out.resize_(result.shape).copy_(result)
@@ -66,7 +70,8 @@ def _cuda_only():
             add(c.to(out_dtype), a.to(out_dtype), b.to(out_dtype), beta=beta, alpha=alpha))
 
     table = {}
-    for name, make in (("mm", product), ("bmm", product), ("addmm", accumulated), ("baddbmm", accumulated)):
+    for name in _MATMULS:
+        make = accumulated if name in ("addmm", "baddbmm") else product
         packet = getattr(_aten, name, None)
         for overload in ("dtype", "dtype_out"):
             op = getattr(packet, overload, None) if packet is not None and overload in packet.overloads() else None
@@ -92,7 +97,7 @@ def _half_matmuls():
         return compute
 
     table = {}
-    for name in ("mm", "bmm", "addmm", "baddbmm"):
+    for name in _MATMULS:
         op = getattr(getattr(_aten, name, None), "default", None)
         if op is not None:
             table[op] = in_fp32(op)
