@@ -15,7 +15,7 @@ import dataclasses
 import os
 from typing import Any, Dict, Mapping, NamedTuple, Optional, Tuple
 
-__all__ = ["Settings", "DEFAULT", "POLICIES", "NUMERICS", "GRIDS", "DEVICES", "FIELDS", "Field", "resolve",
+__all__ = ["Settings", "DEFAULT", "POLICIES", "NUMERICS", "GRIDS", "DEVICES", "COMPILES", "FIELDS", "Field", "resolve",
            "parse_text", "ACTIVATIONS", "in_force"]
 
 #: The autotune policies, in the order the help lists them, each with what it does.
@@ -46,6 +46,14 @@ DEVICES: Dict[str, str] = {
     "none": "no virtual device: torch and Triton see the machine as it is",
     "cuda": "a virtual CUDA GPU (an H200): tensors asked for on cuda are CPU tensors, torch.cuda and Triton's "
             "driver answer as the GPU, kernels run in the interpreter",
+}
+
+#: Whether interpreted kernels are also compiled for the GPU the switch stands for, each with what it does.
+COMPILES: Dict[str, str] = {
+    "off": "the interpreter only: what the GPU's compiler would refuse runs",
+    "check": "each kernel specialization also compiled by the installed Triton for the H200 (sm_90): what the "
+             "compiler refuses raises its CompilationError, shared memory beyond the H200's raises OutOfResources "
+             "at launch, and warmup() and a launch return the CompiledKernel (.asm: ttir, ttgir, llir, ptx)",
 }
 
 
@@ -91,6 +99,9 @@ FIELDS = (
           "(default: batched)", tuple(GRIDS)),
     Field("device", "none", "a virtual device for suites that say cuda: none, or cuda (tensors on the CPU, "
           "torch.cuda answering as an H200) (default: none)", tuple(DEVICES)),
+    Field("compile", "off", "whether interpreted kernels are also compiled for the H200 (sm_90): off, or check "
+          "(refuse what its compiler and launcher refuse; warmup() returns the compiled kernel) (default: off)",
+          tuple(COMPILES)),
 )
 _DEFAULTS = {field.name: field.default for field in FIELDS}
 
@@ -107,10 +118,11 @@ class Settings:
     numerics: str = _DEFAULTS["numerics"]
     grid: str = _DEFAULTS["grid"]
     device: Optional[str] = None
+    compile: str = _DEFAULTS["compile"]
 
     def __post_init__(self):
         for name, wanted in (("autotune", str), ("numerics", str), ("grid", str), ("device", (str, type(None))),
-                             ("equal_nan", bool)):
+                             ("equal_nan", bool), ("compile", str)):
             value = getattr(self, name)
             if not isinstance(value, wanted):
                 what = {"device": "None or a string", "equal_nan": "True or False"}.get(name, "a string")
@@ -130,6 +142,8 @@ class Settings:
             raise ValueError(f"kwshim: unknown numerics {self.numerics!r}; choose one of {', '.join(NUMERICS)}")
         if self.grid not in GRIDS:
             raise ValueError(f"kwshim: unknown grid {self.grid!r}; choose one of {', '.join(GRIDS)}")
+        if self.compile not in COMPILES:
+            raise ValueError(f"kwshim: unknown compile {self.compile!r}; choose one of {', '.join(COMPILES)}")
         if self.device == "none":
             object.__setattr__(self, "device", None)
         if self.device is not None and self.device not in DEVICES:
@@ -143,7 +157,7 @@ class Settings:
 
     def __repr__(self):
         return (f"Settings({self.autotune!r}, rtol={self.rtol}, atol={self.atol}, equal_nan={self.equal_nan}, "
-                f"numerics={self.numerics!r}, grid={self.grid!r}, device={self.device!r})")
+                f"numerics={self.numerics!r}, grid={self.grid!r}, device={self.device!r}, compile={self.compile!r})")
 
 
 DEFAULT = Settings()

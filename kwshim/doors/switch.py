@@ -22,7 +22,7 @@ Choices, documented for users:
 import threading
 from typing import Any, List, Mapping, Optional, Union
 
-from .. import compat, interpreter
+from .. import compat, compiler, interpreter
 from ..autotune import AutotunerPatch
 from ..launch.kernel import RunSlot, launcher_via_paths
 from ..patching import Patch
@@ -85,7 +85,8 @@ UNSET: Any = _Unset()
 
 
 def activate(autotune: str = UNSET, *, rtol: float = UNSET, atol: float = UNSET, equal_nan: bool = UNSET,
-             numerics: str = UNSET, grid: str = UNSET, device: Optional[str] = UNSET) -> Handle:
+             numerics: str = UNSET, grid: str = UNSET, device: Optional[str] = UNSET,
+             compile: str = UNSET) -> Handle:
     """Switch kwshim on for the whole process and return its handle (also a context manager).
 
     A setting not given is the enclosing activation's, else its ``KWSHIM_NAME`` environment
@@ -114,9 +115,15 @@ def activate(autotune: str = UNSET, *, rtol: float = UNSET, atol: float = UNSET,
     it are CPU tensors, ``torch.cuda`` and Triton's driver answer as an H200, kernels run in the
     interpreter (it needs ``TRITON_INTERPRET=1``). The outermost activation decides it: a nested
     one asking for another device is refused.
+
+    ``compile="check"`` also compiles each interpreted kernel specialization with the installed
+    Triton's compiler for the H200 (sm_90): what its compiler refuses raises its
+    ``CompilationError``, a kernel needing more shared memory than the H200 gives a block raises
+    ``OutOfResources`` at launch (and an autotuner prunes its Config), and ``warmup()`` and a launch
+    return the ``CompiledKernel`` (``.asm``). The interpreter still computes every result.
     """
     given = dict(autotune=autotune, rtol=rtol, atol=atol, equal_nan=equal_nan, numerics=numerics, grid=grid,
-                 device=device)
+                 device=device, compile=compile)
     return activate_with({name: value for name, value in given.items() if value is not UNSET})
 
 
@@ -179,6 +186,7 @@ def _install(settings: Settings):
             autotuner = AutotunerPatch(settings)
             autotuner.install(patch, run=interpreting or settings.autotune == "verify")
         if interpreting:  # compiled kernels keep the backend's own libdevice
+            compiler.remember_language()  # before a launch: compile="check" compiles with it
             interpreter.install(patch, settings.numerics)
             numerics = settings.numerics
         if settings.device is not None:

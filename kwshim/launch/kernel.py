@@ -22,6 +22,7 @@ import wrapt
 from .. import compat, interpreter
 from ..errors import LaunchArgumentError, UnsupportedSignatureError
 from ..patching import Patch
+from ..settings import ACTIVATIONS
 from . import options, scalars
 from .binding import BindingPlan, check_signature
 
@@ -85,7 +86,7 @@ class LaunchPaths:
         def launch(grid, args, kwargs, warmup=False):
             """A launch the fast path does not take; ``warmup``: compiled Triton compiles without
             launching, so bind and check only (no hooks)."""
-            kernel = this()
+            kernel, given = this(), kwargs
             hooks = kernel.pre_run_hooks if has_hooks and not warmup else None
             if declares_injected or hooks or not injected_names.isdisjoint(kwargs):
                 kwargs = with_injected(kwargs)
@@ -100,8 +101,9 @@ class LaunchPaths:
                 fail(args, kwargs, check)
             if not checked.isdisjoint(kwargs):
                 check_options(name, kwargs)
+            compiled = _compiled(kernel, grid, args, given, warmup) if _compiling() else None
             if warmup:
-                return None
+                return compiled
             if keyword_only:
                 positional, keywords = bound
             else:
@@ -110,7 +112,8 @@ class LaunchPaths:
                 positional = convert(positional)
             fusion, warps = "enable_fp_fusion" in kwargs, "num_warps" in kwargs
             if not hooks and not fusion and not warps:
-                return raw(grid, positional, keywords)
+                result = raw(grid, positional, keywords)
+                return result if compiled is None else compiled
             with (lock or _LAUNCH_LOCK), Patch() as patch:
                 if hooks:  # the interpreter must not call the hooks again
                     patch.setattr(kernel, "pre_run_hooks", [])
@@ -118,7 +121,8 @@ class LaunchPaths:
                     patch.setattr(interpreter.arithmetic_module(), "requested_fusion", bool(kwargs["enable_fp_fusion"]))
                 if warps:  # ... and tl.extra.cuda.num_warps() answers it
                     patch.setattr(interpreter.special_registers_module(), "launch_warps", kwargs["num_warps"])
-                return raw(grid, positional, keywords)
+                result = raw(grid, positional, keywords)
+            return result if compiled is None else compiled
 
         def launcher_for(grid, kernel):
             """What ``kernel[grid]`` returns. It holds ``kernel``, as compiled Triton's launcher holds
@@ -129,7 +133,7 @@ class LaunchPaths:
                 grid = _tuple_grid(grid)
 
             def launcher(*args, **kwargs):
-                if not kwargs and len(args) == arity and not (has_hooks and kernel.pre_run_hooks):
+                if not kwargs and len(args) == arity and not (has_hooks and kernel.pre_run_hooks) and not _compiling():
                     # every parameter given positionally: bound as it is, launched with no extra frame
                     if convert is not None:
                         args = convert(args)
@@ -159,7 +163,7 @@ class LaunchPaths:
                 grid = _tuple_grid(grid)
             if warmup:
                 return launch(grid, args, kwargs, warmup=True)
-            if not kwargs and len(args) == arity and not (has_hooks and this().pre_run_hooks):
+            if not kwargs and len(args) == arity and not (has_hooks and this().pre_run_hooks) and not _compiling():
                 return raw(grid, args if convert is None else convert(args), empty)
             return launch(grid, args, kwargs)
 
@@ -170,6 +174,19 @@ class LaunchPaths:
                 return run(*args, grid=grid, warmup=warmup, **kwargs)
 
             self.run = lenient_run
+
+
+def _compiling():
+    """Whether the settings in force compile each launch for the GPU (``compile="check"``)."""
+    return bool(ACTIVATIONS) and ACTIVATIONS[-1].settings.compile != "off"
+
+
+def _compiled(kernel, grid, args, kwargs, warmup):
+    """The ``CompiledKernel`` of this launch under ``compile="check"`` (``compiler.check_launch``),
+    raising what the GPU's compiler and launcher refuse."""
+    from .. import compiler
+
+    return compiler.check_launch(kernel.fn, grid, args, kwargs, warmup)
 
 
 def _tuple_grid(grid):

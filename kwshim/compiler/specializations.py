@@ -1,0 +1,266 @@
+"""One launch's kernel specialization compiled for the GPU the switch stands for, by the installed
+Triton's own ``JITFunction.run(warmup=True)``: it binds the launch's arguments, specializes them
+(dtypes, divisibility by 16, constexprs, ``num_warps``/``num_stages``) and caches the result as
+compiled Triton does, in memory per kernel and on disk in Triton's cache.
+
+Under ``TRITON_INTERPRET=1`` every ``@triton.jit`` function is an ``InterpretedFunction``, the
+compiler's code generator calls such a helper as plain Python, and ``triton.language``'s own jitted
+functions (``tl.zeros``, ``tl.sum``) are helpers too. So while a specialization compiles, each
+``InterpretedFunction`` the kernel can reach (its globals and closure, the modules they name,
+``triton.language``'s modules and the tensor methods) is swapped for a ``JITFunction`` of the same
+function, and ``triton.runtime.driver.active`` answers as the target GPU. Both are put back after.
+"""
+
+import functools
+import inspect
+import sys
+import threading
+import types
+import weakref
+
+__all__ = ["compiled_for_launch", "unavailable", "remember_language"]
+
+#: Modules whose attributes are never a kernel's helpers: scanning them would cost, and find none.
+_NOT_HELPERS = ("torch", "numpy", "triton.runtime", "triton.compiler", "triton.backends", "triton._C")
+
+_LOCK = threading.RLock()
+_COMPILERS: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()  # kernel function -> (jit, driver, gpu)
+_LOOKED_UP: "weakref.WeakSet" = weakref.WeakSet()  # the TargetFunctions whose helpers are hashed
+_COMPILING: list = []  # non-empty while a specialization may compile
+
+
+class _NotCompiled(Exception):
+    """A lookup found no compiled specialization: compile it with the helpers swapped in."""
+
+
+def compiled_for_launch(fn, grid, args, kwargs, gpu):
+    """The ``CompiledKernel`` compiled Triton makes for launching ``fn`` (a kernel's Python function)
+    with ``args``/``kwargs`` on ``gpu`` (``virtual_cuda.model.GPU``); what the compiler refuses is
+    raised as compiled Triton raises it (``CompilationError``).
+
+    A specialization compiled before is looked up with only the driver answering as ``gpu``;
+    compiling one (and a kernel's first lookup, which hashes its helpers) swaps in the helpers and
+    ``triton.language`` as compiled Triton sees them, and puts everything back after."""
+    with _LOCK:
+        jit, driver = _compiler_for(fn, gpu)
+        if jit in _LOOKED_UP:
+            try:
+                return driver.call(jit.warmup, *args, grid=grid, **kwargs)
+            except _NotCompiled:
+                pass
+        from ..patching import Patch
+
+        with Patch() as patch:
+            _as_compiled_triton_sees_it(patch, fn)
+            _COMPILING.append(True)
+            try:
+                kernel = driver.call(jit.warmup, *args, grid=grid, **kwargs)
+            finally:
+                _COMPILING.pop()
+        _LOOKED_UP.add(jit)
+        return kernel
+
+
+@functools.lru_cache(maxsize=None)
+def unavailable():
+    """Why the installed Triton cannot compile for the H200 here (no NVIDIA backend, no ptxas, no
+    ``warmup``), as one line; None where it can. Probed by compiling a one-store kernel once."""
+    try:
+        from triton.backends.compiler import GPUTarget  # noqa: F401 - 3.0 on: a compiler target
+        from triton.runtime.jit import JITFunction
+    except ImportError as error:
+        return f"this Triton has no compiler target for a GPU from a CPU ({error})"
+    if not hasattr(JITFunction, "warmup"):
+        return "this Triton's JITFunction has no warmup()"
+    from ..virtual_cuda.model import H200
+
+    try:
+        import torch
+
+        from .probe_kernel import one_store
+
+        compiled_for_launch(one_store, (1,), (torch.zeros(1),), {}, H200)
+    except Exception as error:  # noqa: BLE001 - whatever stops it is the reason
+        text = str(error).strip().splitlines()
+        return f"this Triton could not compile a one-store kernel for sm_90: {type(error).__name__}: " \
+               f"{text[-1] if text else ''}"[:300]
+    return None
+
+
+def _compiler_for(fn, gpu):
+    from ..patching import Scope
+
+    found = _COMPILERS.get(fn)
+    if found is None or found[2] is not gpu:
+        found = _COMPILERS[fn] = (_target_function(fn), Scope(_target_driver(gpu), _LOCK), gpu)
+    return found[0], found[1]
+
+
+def _as_compiled_triton_sees_it(patch, fn):
+    """Through ``patch``: ``triton.language`` as it was before the interpreter patched it (a helper
+    the interpreter calls patches it and never restores it), and ``fn``'s helpers as ``JITFunction``s."""
+    for owner, name, value in _pristine_language():
+        if vars(owner).get(name, _ABSENT) is not value:
+            patch.setattr(owner, name, value)
+    for owner, name, value in _helper_swaps(fn):
+        if isinstance(owner, types.CellType):  # a closure's cell has no __dict__ for Patch to read
+            patch.on_undo(functools.partial(setattr, owner, name, owner.cell_contents))
+            owner.cell_contents = value
+        else:
+            patch.set(owner, name, value)
+
+
+def _target_driver(gpu):
+    """The swaps that make ``driver.active`` answer as ``gpu``, unless it already does (the device)."""
+    import importlib
+
+    from ..virtual_cuda.triton_driver import VirtualDriver
+
+    config = importlib.import_module("triton.runtime.driver").driver
+    virtual = VirtualDriver(gpu)
+    if "_obj" in vars(config):  # 2.x: a lazy proxy
+        return [(config, "_obj", virtual)]
+    if "_active" in vars(config) or "_default" in vars(config):  # 3.5 on
+        return [(config, "_default", virtual), (config, "_active", virtual)]
+    return [(config, "default", virtual), (config, "active", virtual)]
+
+
+@functools.lru_cache(maxsize=None)
+def _target_class():
+    from triton.runtime.jit import JITFunction
+
+    class TargetFunction(JITFunction):
+        """A ``JITFunction`` made under the interpreter, for compiling only: its ``compile`` refuses
+        to run outside ``compiled_for_launch``'s full swap (``_NotCompiled``)."""
+
+        @property
+        def compile(self):
+            return _compile
+
+        @compile.setter
+        def compile(self, value):
+            pass
+
+    TargetFunction.__module__ = __name__
+    return TargetFunction
+
+
+_TARGETS: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()  # Python function -> TargetFunction
+
+
+def _target_function(fn, options=None):
+    found = _TARGETS.get(fn)
+    if found is None:
+        accepted = inspect.signature(_target_class().__init__).parameters
+        options = {name: value for name, value in (options or {}).items() if name in accepted}
+        found = _TARGETS[fn] = _target_class()(fn, **options)
+    return found
+
+
+def _interpreted_class():
+    return getattr(sys.modules.get("triton.runtime.interpreter"), "InterpretedFunction", None)
+
+
+def _helper_swaps(fn):
+    """``(owner, name, TargetFunction)`` for each ``InterpretedFunction`` the compiler can reach from
+    ``fn``: in the namespaces of ``fn`` and of each helper found (transitively), the modules those
+    name, ``triton.language``'s modules, and the tensor methods that call one."""
+    interpreted = _interpreted_class()
+    if interpreted is None:
+        return []
+    swaps, seen_namespaces, seen_functions = [], set(), set()
+    pending = [fn] + [module for name, module in list(sys.modules.items())
+                      if name.startswith("triton.language") and module is not None]
+
+    def target(value):
+        pending.append(value.fn)
+        return _target_function(value.fn, getattr(value, "kwargs", None))
+
+    def scan(owner, names):
+        if id(owner) in seen_namespaces:
+            return
+        seen_namespaces.add(id(owner))
+        for name, value in list(names.items()):
+            if isinstance(value, interpreted):
+                swaps.append((owner, name, target(value)))
+            elif inspect.ismodule(value) and not value.__name__.startswith(_NOT_HELPERS):
+                pending.append(value)
+
+    while pending:
+        item = pending.pop()
+        if inspect.ismodule(item):
+            scan(item, vars(item))
+        elif inspect.isfunction(item) and id(item) not in seen_functions:
+            seen_functions.add(id(item))
+            module = sys.modules.get(item.__module__)
+            owner = module if module is not None and vars(module) is item.__globals__ else item.__globals__
+            scan(owner, item.__globals__)
+            for cell in item.__closure__ or ():
+                try:
+                    value = cell.cell_contents
+                except ValueError:  # an empty cell
+                    continue
+                if isinstance(value, interpreted):
+                    swaps.append((cell, "cell_contents", target(value)))
+    language = sys.modules.get("triton.language.core")
+    tensor = getattr(language, "tensor", None)
+    for name, method in list(vars(tensor).items()) if tensor is not None else ():
+        helper = _closure_value(method, "fn")
+        if isinstance(helper, interpreted):  # _tensor_member_fn's wrapper around a jitted function
+            swaps.append((tensor, name, _target_function(helper.fn, getattr(helper, "kwargs", None))))
+    return swaps
+
+
+def _closure_value(function, name):
+    code = getattr(function, "__code__", None)
+    if code is None or name not in code.co_freevars or not function.__closure__:
+        return None
+    try:
+        return function.__closure__[code.co_freevars.index(name)].cell_contents
+    except ValueError:
+        return None
+
+
+def _compile(*args, **kwargs):
+    if not _COMPILING:
+        raise _NotCompiled()
+    from triton.compiler import compile
+
+    return compile(*args, **kwargs)
+
+
+_ABSENT = object()
+_PRISTINE: list = []
+
+
+def remember_language() -> None:
+    """Note ``triton.language`` as compiled Triton sees it (called when the switch goes on, before
+    its launches; a builtin the interpreter has already wrapped is unwrapped)."""
+    if not _PRISTINE:
+        _PRISTINE.append(_language_values())
+
+
+def _pristine_language():
+    remember_language()
+    return _PRISTINE[0]
+
+
+def _language_values():
+    """``(owner, name, value)`` of every module of ``triton.language`` and every class its ``core``
+    defines, where the value is not the interpreter's (a builtin it wrapped: the builtin)."""
+    interpreter_file = getattr(sys.modules.get("triton.runtime.interpreter"), "__file__", None)
+    owners = [module for name, module in list(sys.modules.items())
+              if name.startswith("triton.language") and module is not None]
+    core = sys.modules.get("triton.language.core")
+    owners += [value for value in vars(core).values()
+               if inspect.isclass(value) and value.__module__ == core.__name__] if core is not None else []
+    values = []
+    for owner in owners:
+        for name, value in list(vars(owner).items()):
+            code = getattr(value, "__code__", None)
+            if code is not None and code.co_filename == interpreter_file:
+                value = (getattr(value, "__kwdefaults__", None) or {}).get("member", _ABSENT)
+                if value is _ABSENT:  # one of the interpreter's own replacements: the original is lost
+                    continue
+            values.append((owner, name, value))
+    return values
