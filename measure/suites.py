@@ -223,8 +223,10 @@ def classify(text):
     return "wrong result" if "AssertionError" in tail or "assert" in tail else "other"
 
 
-MODES = {"bare": [], "kwshim": ["--kwshim"], "device": ["--kwshim", "--kwshim-device", "cuda"]}
-HEADINGS = {"bare": "bare", "kwshim": "`--kwshim`", "device": "`--kwshim --kwshim-device cuda`"}
+MODES = {"bare": [], "kwshim": ["--kwshim"], "device": ["--kwshim", "--kwshim-device", "cuda"],
+         "compile": ["--kwshim", "--kwshim-device", "cuda", "--kwshim-compile", "check"]}
+HEADINGS = {"bare": "bare", "kwshim": "`--kwshim`", "device": "`--kwshim --kwshim-device cuda`",
+            "compile": "`--kwshim --kwshim-device cuda --kwshim-compile check`"}
 
 
 def _h200_match(outcomes, h200):
@@ -358,11 +360,12 @@ def _summary(release, columns, totals, h200):
         lines.append(f"**Triton {release}**: `--kwshim` passes {share} of the tests that fail for none of: "
                      f"hard-coded CUDA, bf16 on a CPU, a timeout.")
     for (mode, grid), total in totals.items():
-        if mode != "device" or not h200:
+        if mode not in ("device", "compile") or not h200:
             continue
         passing, ran, wrong = _h200_match(total["outcomes"], h200)
         share = f" ({100 * passing / ran:.1f}%)" if ran else ""
-        lines.append(f"**Triton {release}, the device (grid {grid})**: of the {ran} tests here that the H200 passes, "
+        lines.append(f"**Triton {release}, {'the device' if mode == 'device' else 'the device and the compile check'} "
+                     f"(grid {grid})**: of the {ran} tests here that the H200 passes, "
                      f"{passing} pass{share}; pass here where the H200 fails: {len(wrong)}"
                      + (f" ({', '.join(wrong)})" if wrong else "") + "; not run on the H200: "
                      f"{sum(node not in h200 for node in total['outcomes'])}; {total['seconds']:.0f} s summed "

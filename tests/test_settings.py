@@ -14,9 +14,10 @@ def test_defaults_and_repr():
     grid = "batched"  # KWSHIM_GRID is read when the switch starts, never into the defaults
     assert Settings() == Settings("all", 1e-05, 1e-08, True, "gpu", grid)
     assert repr(Settings()) == (f"Settings('all', rtol=1e-05, atol=1e-08, equal_nan=True, numerics='gpu', "
-                                f"grid={grid!r}, device=None)")
+                                f"grid={grid!r}, device=None, compile='off')")
     assert Settings(device="none").device is None and Settings(device="cuda").device == "cuda"
-    assert [field.name for field in FIELDS] == ["autotune", "rtol", "atol", "equal_nan", "numerics", "grid", "device"]
+    assert [field.name for field in FIELDS] == ["autotune", "rtol", "atol", "equal_nan", "numerics", "grid", "device",
+                                                "compile"]
     assert tuple(NUMERICS) == ("gpu", "ieee")
     assert tuple(GRIDS) == ("sequential", "batched", "check")
     assert tuple(POLICIES) == ("first", "all", "verify")

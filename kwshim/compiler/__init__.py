@@ -19,7 +19,7 @@ from .specializations import compiled_for_launch, remember_language, unavailable
 
 __all__ = ["check_launch", "compiled_for_launch", "refuse_beyond_limits", "remember_language", "unavailable"]
 
-_NOTICED = []
+_NOTICED: list = []
 
 
 def check_launch(fn, grid, args, kwargs, warmup):

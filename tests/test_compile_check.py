@@ -1,0 +1,137 @@
+"""``compile="check"``: each interpreted kernel specialization also compiled by the installed Triton
+for the H200 (``kwshim/compiler``). ``parity/compile_refusals_h200.json`` holds what the H200
+raised and returned for the same launches (Triton 3.6.0)."""
+
+import importlib
+import json
+import os
+import warnings
+
+import pytest
+import torch
+import triton
+import triton.language as tl
+
+import kwshim
+from kwshim import compiler
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+pytestmark = pytest.mark.skipif(compiler.unavailable() is not None, reason=f"{compiler.unavailable()}")
+
+
+def _h200():
+    with open(os.path.join(ROOT, "parity", "compile_refusals_h200.json")) as handle:
+        return json.load(handle)
+
+
+def test_each_launch_is_refused_or_compiled_as_on_the_h200():
+    from parity import compile_refusals
+
+    h200 = _h200()
+    with kwshim.activate(device="cuda", compile="check"):
+        found = compile_refusals.results("cuda")
+    assert found["max_shared_mem"] == h200["max_shared_mem"]
+    for name, expected in h200["launches"].items():
+        seen = found["launches"][name]
+        if "raises" in expected:
+            assert seen.get("raises") == expected["raises"], name
+            assert set(expected["classes"]) <= set(seen["classes"]), name
+            if triton.__version__ == h200["triton"]:
+                assert seen["message"] == expected["message"], name
+        elif "picks" in expected:
+            assert seen == expected, name
+        else:
+            assert seen.get("runs") is True, name
+            assert {"ttir", "ttgir", "llir", "ptx"} <= set(seen["asm"]) <= set(expected["asm"]), name
+            if triton.__version__ == h200["triton"]:
+                assert seen["shared"] == expected["shared"], name
+
+
+def test_without_the_check_the_cpu_runs_what_the_h200_refuses():
+    from parity import compile_refusals
+
+    with kwshim.activate(device="cuda", compile="off"):
+        launches = compile_refusals.launches("cuda")
+        assert launches["dot loop 256x256x128 num_stages=4 num_warps=8"]() is None
+
+
+def _tuned_pick(compile):
+    from parity.compile_refusals import FITS, TOO_LARGE, _tuned
+
+    with kwshim.activate(device="cuda", compile=compile, autotune="all"):
+        tuned, k = _tuned(), 4 * FITS["BK"]
+        a, b = torch.randn(256, k, device="cuda").half(), torch.randn(k, 256, device="cuda").half()
+        tuned[(1,)](a, b, torch.empty(256, 256, device="cuda"), k)
+        return tuned.best_config.kwargs["BM"], TOO_LARGE["BM"], FITS["BM"]
+
+
+def test_a_config_over_the_h200s_shared_memory_is_pruned_by_cpu_autotune():
+    picked, too_large, fits = _tuned_pick("check")
+    assert picked == fits
+    picked, too_large, fits = _tuned_pick("off")  # the CPU alone would pick what the H200 cannot run
+    assert picked == too_large
+
+
+def test_warmup_and_a_launch_return_the_compiled_kernel_with_its_ptx():
+    from parity.compile_refusals import small_dot
+
+    if not hasattr(small_dot, "warmup"):
+        pytest.skip("this release's interpreted kernels have no warmup()")
+    a, b = torch.randn(16, 16).half(), torch.randn(16, 16).half()
+    with kwshim.activate(compile="check"):
+        warm = small_dot.warmup(a, b, torch.empty(16, 16), M=16, N=16, K=16, grid=(1,))
+        launched = small_dot[(1,)](a, b, c := torch.empty(16, 16), M=16, N=16, K=16)
+    assert ".target sm_90" in warm.asm["ptx"]
+    assert {"ttir", "ttgir", "llir", "ptx"} <= set(warm.asm)
+    assert launched.name == "small_dot" and launched.asm["ptx"] == warm.asm["ptx"]
+    torch.testing.assert_close(c, (a.float() @ b.float()), rtol=1e-2, atol=1e-2)  # the interpreter still ran it
+
+
+@triton.jit
+def _doubled(x_ptr, y_ptr, N: tl.constexpr):
+    offsets = tl.arange(0, N)
+    tl.store(y_ptr + offsets, tl.zeros((N,), tl.float32) + 2 * tl.load(x_ptr + offsets))
+
+
+def test_a_second_launch_of_a_specialization_compiles_nothing(monkeypatch):
+    compiled = []
+    real = importlib.import_module("triton.compiler").compile
+    monkeypatch.setattr(importlib.import_module("triton.compiler"), "compile",
+                        lambda *args, **kwargs: compiled.append(1) or real(*args, **kwargs))
+    x, y = torch.arange(8.0), torch.zeros(8)
+    with kwshim.activate(compile="check"):
+        first = _doubled[(1,)](x, y, N=8)
+        second = _doubled[(1,)](x, y, N=8)
+        assert len(compiled) == 1 and second is first
+        _doubled[(1,)](torch.arange(16.0), torch.zeros(16), N=16)  # another specialization
+        assert len(compiled) == 2
+    assert y.tolist() == (2 * x).tolist()
+
+
+def test_the_switch_going_off_leaves_triton_language_and_the_driver_as_before():
+    driver_module = importlib.import_module("triton.runtime.driver")
+    before = (tl.zeros, tl.core.tensor.__getitem__, tl.arange, vars(driver_module.driver).copy())
+    x, y = torch.arange(8.0), torch.zeros(8)
+    with kwshim.activate(compile="check"):
+        _doubled[(1,)](x, y, N=8)
+        assert (tl.zeros, tl.core.tensor.__getitem__, tl.arange) == before[:3]
+    assert (tl.zeros, tl.core.tensor.__getitem__, tl.arange, vars(driver_module.driver)) == before
+
+
+def test_where_this_triton_cannot_compile_for_the_h200_the_check_is_skipped_with_one_notice(monkeypatch):
+    monkeypatch.setattr(compiler, "unavailable", lambda: "no ptxas here")
+    monkeypatch.setattr(compiler, "_NOTICED", [])
+    x, y = torch.arange(8.0), torch.zeros(8)
+    with warnings.catch_warnings(record=True) as caught, kwshim.activate(compile="check"):
+        warnings.simplefilter("always")
+        assert _doubled[(1,)](x, y, N=8) is None
+        _doubled[(1,)](x, y, N=8)
+    notices = [str(w.message) for w in caught if "kwshim" in str(w.message)]
+    assert notices == ["kwshim: compile='check' is skipped: no ptxas here"]
+    assert y.tolist() == (2 * x).tolist()
+
+
+def test_a_bad_compile_setting_is_one_line_naming_kwshim():
+    with pytest.raises(ValueError, match=r"^kwshim: unknown compile 'ptx'; choose one of off, check$"):
+        kwshim.activate(compile="ptx")
