@@ -34,11 +34,15 @@ def test_each_launch_is_refused_or_compiled_as_on_the_h200():
     assert found["max_shared_mem"] == h200["max_shared_mem"]
     for name, expected in h200["launches"].items():
         seen = found["launches"][name]
-        if "raises" in expected:
-            assert seen.get("raises") == expected["raises"], name
-            assert set(expected["classes"]) <= set(seen["classes"]), name
+        if "raises" in expected and triton.__version__ != h200["triton"] and "ptxas" in seen.get("message", ""):
+            # another release's ptxas refuses it first (3.2: "Register allocation failed"), as on its GPU
+            assert expected["raises"] == "OutOfResources" and seen["raises"] in ("RuntimeError", "PTXASError"), name
+        elif "raises" in expected:  # the H200's class, or a subclass of it
+            assert set(expected["classes"]) <= set(seen.get("classes", ())), name
             if triton.__version__ == h200["triton"]:
                 assert seen["message"] == expected["message"], name
+        elif "picks" in expected and _ptxas_refuses_the_large_config():
+            assert seen == {"raises": "RuntimeError"}, name  # this release's autotuner does not catch it: nor on its GPU
         elif "picks" in expected:
             assert seen == expected, name
         else:
@@ -46,6 +50,17 @@ def test_each_launch_is_refused_or_compiled_as_on_the_h200():
             assert {"ttir", "ttgir", "llir", "ptx"} <= set(seen["asm"]) <= set(expected["asm"]), name
             if triton.__version__ == h200["triton"]:
                 assert seen["shared"] == expected["shared"], name
+
+
+def test_a_compilers_refusal_is_also_the_interpreters_error_for_suites_that_expect_either():
+    from parity.compile_refusals import launches
+
+    with kwshim.activate(device="cuda", compile="check"):
+        with pytest.raises(importlib.import_module("triton.runtime.interpreter").InterpreterError) as refused:
+            launches("cuda")["dot 8x8x8 fp16"]()
+    assert isinstance(refused.value, triton.compiler.errors.CompilationError)
+    assert type(refused.value.__cause__) is triton.compiler.errors.CompilationError  # the compiler's own, chained
+    assert str(refused.value) == str(refused.value.__cause__)
 
 
 def test_without_the_check_the_cpu_runs_what_the_h200_refuses():
@@ -66,7 +81,24 @@ def _tuned_pick(compile):
         return tuned.best_config.kwargs["BM"], TOO_LARGE["BM"], FITS["BM"]
 
 
+def _ptxas_refuses_the_large_config():
+    """Whether this release's ptxas refuses the 256x256x128 Config before the launcher sees its shared
+    memory (3.2: "Register allocation failed"): its GPU raises that RuntimeError, at compile time."""
+    from parity.compile_refusals import launches
+
+    with kwshim.activate(device="cuda", compile="check"):
+        try:
+            launches("cuda")["dot loop 256x256x128 num_stages=4 num_warps=8"]()
+        except RuntimeError as error:
+            return "ptxas" in str(error)
+        except Exception:  # noqa: BLE001 - OutOfResources
+            return False
+    return False
+
+
 def test_a_config_over_the_h200s_shared_memory_is_pruned_by_cpu_autotune():
+    if _ptxas_refuses_the_large_config():
+        pytest.skip("this release's ptxas refuses the large Config at compile time, which its autotuner does not prune")
     picked, too_large, fits = _tuned_pick("check")
     assert picked == fits
     picked, too_large, fits = _tuned_pick("off")  # the CPU alone would pick what the H200 cannot run
@@ -135,3 +167,37 @@ def test_where_this_triton_cannot_compile_for_the_h200_the_check_is_skipped_with
 def test_a_bad_compile_setting_is_one_line_naming_kwshim():
     with pytest.raises(ValueError, match=r"^kwshim: unknown compile 'ptx'; choose one of off, check$"):
         kwshim.activate(compile="ptx")
+
+
+@triton.jit
+def _twice(x):
+    return 2 * x
+
+
+@triton.jit
+def _twice_plus_nothing(x_ptr, y_ptr, N: tl.constexpr):
+    offsets = tl.arange(0, N)
+    tl.store(y_ptr + offsets, _twice(tl.load(x_ptr + offsets)) + tl.sum(tl.zeros((N,), tl.float32), axis=0))
+
+
+def test_jitted_helpers_and_triton_languages_own_compile_as_jit_functions():
+    x, y = torch.arange(8.0), torch.zeros(8)
+    with kwshim.activate(compile="check"):
+        compiled = _twice_plus_nothing[(1,)](x, y, N=8)
+    assert compiled.name == "_twice_plus_nothing" and ".target sm_90" in compiled.asm["ptx"]
+    assert y.tolist() == (2 * x).tolist()
+
+
+def test_a_kernel_made_by_exec_runs_unchecked_after_one_notice(monkeypatch):
+    monkeypatch.setattr(compiler, "_NOTICED", [])
+    namespace: dict = {}
+    exec("def made_by_exec(x_ptr):\n    tl.store(x_ptr, 3.0)\n", {"tl": tl}, namespace)
+    interpreted = importlib.import_module("triton.runtime.interpreter").InterpretedFunction(namespace["made_by_exec"])
+    x = torch.zeros(1)
+    with warnings.catch_warnings(record=True) as caught, kwshim.activate(compile="check"):
+        warnings.simplefilter("always")
+        assert interpreted[(1,)](x) is None
+    assert [str(w.message) for w in caught if "kwshim" in str(w.message)] == [
+        "kwshim: compile='check' skips a kernel: made_by_exec: its source is in no file (made by exec?), and "
+        "compiled Triton reads it from one"]
+    assert x.tolist() == [3.0]

@@ -15,7 +15,7 @@ The interpreter still computes every result; the compiler only decides what is r
 import warnings
 
 from .resources import refuse_beyond_limits
-from .specializations import compiled_for_launch, remember_language, unavailable
+from .specializations import SourceUnavailable, compiled_for_launch, remember_language, unavailable
 
 __all__ = ["check_launch", "compiled_for_launch", "refuse_beyond_limits", "remember_language", "unavailable"]
 
@@ -26,16 +26,41 @@ def check_launch(fn, grid, args, kwargs, warmup):
     """``compile="check"`` for one launch of the kernel whose function is ``fn``: its
     ``CompiledKernel`` for the H200, after refusing what the GPU refuses (the compiler's
     ``CompilationError``; at a launch, not a ``warmup``, ``OutOfResources``). None, after a one-line
-    notice the first time, where this Triton cannot compile for the H200 here."""
+    notice the first time, where this Triton cannot compile for the H200 here or the kernel has no
+    source file (``SourceUnavailable``)."""
     from ..virtual_cuda.model import H200
 
     reason = unavailable()
     if reason is not None:
-        if not _NOTICED:
-            _NOTICED.append(reason)
-            warnings.warn(f"kwshim: compile='check' is skipped: {reason}", RuntimeWarning, stacklevel=4)
+        _notice(f"kwshim: compile='check' is skipped: {reason}")
         return None
-    kernel = compiled_for_launch(fn, grid, args, kwargs, H200)
+    try:
+        kernel = compiled_for_launch(fn, grid, args, kwargs, H200)
+    except SourceUnavailable as error:
+        _notice(f"kwshim: compile='check' skips a kernel: {error}")
+        return None
+    except Exception as error:
+        _raise_for_either(error)
+        raise
     if not warmup:
         refuse_beyond_limits(kernel, H200)
     return kernel
+
+
+def _raise_for_either(error):
+    """A plain ``CompilationError`` raised again as one that is also the interpreter's
+    ``InterpreterError`` (``interpreter.refusals``): a suite expecting either sees its own. Its
+    subclasses (``CompileTimeAssertionFailure``, which an autotuner prunes) stay as they are."""
+    from ..interpreter.refusals import refusal_class
+
+    refused = refusal_class()
+    compilation_error = refused.__mro__[1] if refused is not None else None
+    if compilation_error is not None and type(error) is compilation_error:
+        raise refused(str(error)) from error
+
+
+def _notice(text):
+    """``text`` as a one-line ``RuntimeWarning``, once per process."""
+    if text not in _NOTICED:
+        _NOTICED.append(text)
+        warnings.warn(text, RuntimeWarning, stacklevel=5)

@@ -18,15 +18,19 @@ import threading
 import types
 import weakref
 
-__all__ = ["compiled_for_launch", "unavailable", "remember_language"]
+__all__ = ["compiled_for_launch", "unavailable", "remember_language", "SourceUnavailable"]
 
 #: Modules whose attributes are never a kernel's helpers: scanning them would cost, and find none.
 _NOT_HELPERS = ("torch", "numpy", "triton.runtime", "triton.compiler", "triton.backends", "triton._C")
 
 _LOCK = threading.RLock()
 _COMPILERS: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()  # kernel function -> (jit, driver, gpu)
-_LOOKED_UP: "weakref.WeakSet" = weakref.WeakSet()  # the TargetFunctions whose helpers are hashed
 _COMPILING: list = []  # non-empty while a specialization may compile
+
+
+class SourceUnavailable(Exception):
+    """A kernel, or a helper it calls, whose source compiled Triton cannot read (a function made by
+    ``exec``): the check skips it."""
 
 
 class _NotCompiled(Exception):
@@ -43,7 +47,7 @@ def compiled_for_launch(fn, grid, args, kwargs, gpu):
     ``triton.language`` as compiled Triton sees them, and puts everything back after."""
     with _LOCK:
         jit, driver = _compiler_for(fn, gpu)
-        if jit in _LOOKED_UP:
+        if getattr(jit, "looked_up", False):
             try:
                 return driver.call(jit.warmup, *args, grid=grid, **kwargs)
             except _NotCompiled:
@@ -57,7 +61,7 @@ def compiled_for_launch(fn, grid, args, kwargs, gpu):
                 kernel = driver.call(jit.warmup, *args, grid=grid, **kwargs)
             finally:
                 _COMPILING.pop()
-        _LOOKED_UP.add(jit)
+        jit.looked_up = True
         return kernel
 
 
@@ -131,7 +135,11 @@ def _target_class():
 
     class TargetFunction(JITFunction):
         """A ``JITFunction`` made under the interpreter, for compiling only: its ``compile`` refuses
-        to run outside ``compiled_for_launch``'s full swap (``_NotCompiled``)."""
+        to run outside ``compiled_for_launch``'s full swap (``_NotCompiled``). ``looked_up``: its
+        helpers are hashed (a ``JITFunction``'s hash is its cache key, which reads its helpers: so
+        it goes into no set)."""
+
+        looked_up = False
 
         @property
         def compile(self):
@@ -153,7 +161,11 @@ def _target_function(fn, options=None):
     if found is None:
         accepted = inspect.signature(_target_class().__init__).parameters
         options = {name: value for name, value in (options or {}).items() if name in accepted}
-        found = _TARGETS[fn] = _target_class()(fn, **options)
+        try:
+            found = _TARGETS[fn] = _target_class()(fn, **options)
+        except (OSError, TypeError, ValueError) as error:  # "@jit functions should be defined in a Python file"
+            raise SourceUnavailable(f"{getattr(fn, '__qualname__', fn)}: its source is in no file (made by exec?), "
+                                    f"and compiled Triton reads it from one") from error
     return found
 
 
