@@ -109,6 +109,18 @@ def test_the_grid_line_says_which_mode_is_in_force_and_whether_batching_works(re
     assert line.startswith("grid        nothing (KWSHIM_GRID='fast': unknown grid 'fast'; choose one of ")
 
 
+def test_the_compile_line_says_whether_this_triton_compiles_for_the_h200_here(report):
+    from kwshim.compiler import unavailable
+
+    line = next(line for line in render(report).splitlines() if line.startswith("compile "))
+    if unavailable() is None:
+        assert line == ("compile     for the H200 works here: a one-store kernel compiled for the H200 (sm_90): "
+                        "compile='check' works")
+    else:
+        assert line.startswith("compile     for the H200 does NOT work here: ") and line.endswith(
+            ": compile='check' is skipped with a notice")
+
+
 def kwshim_default_grid():
     from kwshim.settings import DEFAULT
 

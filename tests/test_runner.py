@@ -152,3 +152,50 @@ def test_kwshim_run_without_triton_says_so_in_one_line_with_status_2(tmp_path):
                           cwd=tmp_path, env=env, timeout=300)
     assert done.returncode == 2 and "ran" not in done.stdout
     assert done.stderr.startswith("kwshim run: kwshim needs the 'triton' module") and len(done.stderr.splitlines()) == 1
+
+
+ASM_SCRIPT = textwrap.dedent("""
+    import torch, triton, triton.language as tl
+
+    @triton.jit
+    def scale(x_ptr, n, BLOCK: tl.constexpr):
+        offsets = tl.arange(0, BLOCK)
+        tl.store(x_ptr + offsets, 2 * tl.load(x_ptr + offsets, mask=offsets < n), mask=offsets < n)
+
+    x = torch.ones(8)
+    scale[(1,)](x, 8, BLOCK=8)
+    scale[(1,)](x, 8, BLOCK=16)
+    print("stored", x.tolist())
+""")
+
+
+def test_kwshim_run_asm_prints_what_the_gpus_compiler_made_of_a_kernel_run_on_the_cpu(tmp_path):
+    from kwshim.compiler import unavailable
+
+    if unavailable() is not None:
+        pytest.skip(unavailable())
+    (tmp_path / "asm.py").write_text(ASM_SCRIPT)
+    done = kwshim("run", "--asm", "scale", "asm.py", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "stored [4.0, 4.0, 4.0, 4.0, 4.0, 4.0, 4.0, 4.0]" in done.stdout
+    headers = [line for line in done.stdout.splitlines() if line.startswith("// kwshim: scale")]
+    assert [header.split(",")[1] for header in headers] == [" specialization 1 of 2", " specialization 2 of 2"]
+    assert done.stdout.count(".target sm_90") == 2
+    done = kwshim("run", "--asm", "scale:ttgir", "asm.py", cwd=tmp_path)
+    assert done.returncode == 0 and "ttg.target = \"cuda:90\"" in done.stdout, done.stdout[-2000:]
+
+
+def test_kwshim_run_asm_refuses_a_bad_form_a_kernel_never_launched_and_compile_off(tmp_path):
+    (tmp_path / "asm.py").write_text(ASM_SCRIPT)
+    done = kwshim("run", "--asm", "scale:sass", "asm.py", cwd=tmp_path)
+    assert done.returncode == 2 and done.stderr.strip() == (
+        "kwshim run: --asm takes KERNEL or KERNEL:FORM with FORM one of ttir, ttgir, llir, ptx, not 'scale:sass'")
+    done = kwshim("run", "--compile", "off", "--asm", "scale", "asm.py", cwd=tmp_path)
+    assert done.returncode == 2 and done.stderr.strip() == (
+        "kwshim run: --asm needs --compile check (what it prints is what the check compiles)")
+    from kwshim.compiler import unavailable
+
+    if unavailable() is None:
+        done = kwshim("run", "--asm", "shift", "asm.py", cwd=tmp_path)
+        assert done.returncode == 1 and done.stderr.strip().endswith(
+            "kwshim run: --asm: the target launched no kernel named 'shift'"), done.stderr[-2000:]

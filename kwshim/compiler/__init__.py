@@ -15,9 +15,13 @@ The interpreter still computes every result; the compiler only decides what is r
 import warnings
 
 from .resources import refuse_beyond_limits
-from .specializations import SourceUnavailable, compiled_for_launch, remember_language, unavailable
+from .specializations import SourceUnavailable, compiled_for_launch, compiled_kernels, remember_language, unavailable
 
-__all__ = ["check_launch", "compiled_for_launch", "refuse_beyond_limits", "remember_language", "unavailable"]
+__all__ = ["check_launch", "compiled_for_launch", "compiled_kernels", "refuse_beyond_limits", "remember_language",
+           "unavailable", "ASM_FORMS", "listing"]
+
+#: The forms of a compiled kernel ``kwshim run --asm`` prints, in the compiler's order.
+ASM_FORMS = ("ttir", "ttgir", "llir", "ptx")
 
 _NOTICED: list = []
 
@@ -45,6 +49,22 @@ def check_launch(fn, grid, args, kwargs, warmup):
     if not warmup:
         refuse_beyond_limits(kernel, H200)
     return kernel
+
+
+def listing(name, form):
+    """Every specialization of the kernel ``name`` compiled in this process, in ``form`` (one of
+    ``ASM_FORMS``), each after a header line; None where none was compiled."""
+    kernels = compiled_kernels(name)
+    if not kernels:
+        return None
+    parts = []
+    for number, kernel in enumerate(kernels, 1):
+        metadata = kernel.metadata
+        warps, shared = (metadata.get("num_warps"), metadata.get("shared")) if isinstance(metadata, dict) else (
+            getattr(metadata, "num_warps", None), getattr(metadata, "shared", None))
+        parts.append(f"// kwshim: {name}, specialization {number} of {len(kernels)}, {form} for the H200 (sm_90), "
+                     f"num_warps={warps}, shared memory {shared} bytes\n{kernel.asm[form].rstrip()}\n")
+    return "\n".join(parts)
 
 
 def _raise_for_either(error):

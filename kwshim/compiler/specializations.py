@@ -18,7 +18,7 @@ import threading
 import types
 import weakref
 
-__all__ = ["compiled_for_launch", "unavailable", "remember_language", "SourceUnavailable"]
+__all__ = ["compiled_for_launch", "compiled_kernels", "unavailable", "remember_language", "SourceUnavailable"]
 
 #: Modules whose attributes are never a kernel's helpers: scanning them would cost, and find none.
 _NOT_HELPERS = ("torch", "numpy", "triton.runtime", "triton.compiler", "triton.backends", "triton._C")
@@ -26,6 +26,7 @@ _NOT_HELPERS = ("torch", "numpy", "triton.runtime", "triton.compiler", "triton.b
 _LOCK = threading.RLock()
 _COMPILERS: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()  # kernel function -> (jit, driver, gpu)
 _COMPILING: list = []  # non-empty while a specialization may compile
+_KEPT: dict = {}  # kernel name -> the CompiledKernels compiled in this process (kwshim run --asm)
 
 
 class SourceUnavailable(Exception):
@@ -62,7 +63,20 @@ def compiled_for_launch(fn, grid, args, kwargs, gpu):
             finally:
                 _COMPILING.pop()
         jit.looked_up = True
+        _remember(kernel)
         return kernel
+
+
+def _remember(kernel):
+    """Keep ``kernel`` (the first time it is compiled here) under its name, for ``compiled_kernels``."""
+    kept = _KEPT.setdefault(getattr(kernel, "name", "?"), [])
+    if not any(kernel is seen for seen in kept):
+        kept.append(kernel)
+
+
+def compiled_kernels(name):
+    """Every specialization of the kernel named ``name`` this process compiled, in order."""
+    return list(_KEPT.get(name, ()))
 
 
 @functools.lru_cache(maxsize=None)

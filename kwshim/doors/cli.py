@@ -47,6 +47,9 @@ def main(argv=None):
         else:
             run.add_argument(field.flag(), dest=field.name, default=None, choices=field.choices or None,
                              type=field.value_type, metavar=_metavar(field), help=field.help)
+    run.add_argument("--asm", metavar="KERNEL[:FORM]", default=None,
+                     help="after the target, print what the GPU's compiler made of KERNEL for the H200: FORM is ptx "
+                          "(the default), ttgir, ttir or llir; implies --compile check")
     run.add_argument("-m", dest="module", action="store_true", help="run a module, as python -m")
     run.add_argument("target", metavar="SCRIPT|MODULE")
     argv = list(sys.argv[1:] if argv is None else argv)
@@ -63,7 +66,7 @@ def main(argv=None):
 
 
 #: ``kwshim run``'s own options that take a value
-_RUN_VALUED = tuple(field.flag() for field in FIELDS if not field.is_switch)
+_RUN_VALUED = tuple(field.flag() for field in FIELDS if not field.is_switch) + ("--asm",)
 
 
 def _metavar(field):
@@ -94,6 +97,20 @@ def _run(options, target_args, parser):
     from .runner import run_target
 
     named = {field.name: getattr(options, field.name) for field in FIELDS if getattr(options, field.name) is not None}
+    asm = None
+    if options.asm is not None:
+        from ..compiler import ASM_FORMS
+
+        name, _, form = options.asm.partition(":")
+        form = form or "ptx"
+        if not name or form not in ASM_FORMS:
+            print(f"kwshim run: --asm takes KERNEL or KERNEL:FORM with FORM one of {', '.join(ASM_FORMS)}, "
+                  f"not {options.asm!r}", file=sys.stderr)
+            return 2
+        if named.get("compile", "check") != "check":
+            print("kwshim run: --asm needs --compile check (what it prints is what the check compiles)", file=sys.stderr)
+            return 2
+        named["compile"], asm = "check", (name, form)
     if options.module:
         sys.path.insert(0, os.getcwd())  # as python -m: the current directory first
         try:
@@ -112,7 +129,7 @@ def _run(options, target_args, parser):
     elif not os.path.isfile(options.target):
         print(f"kwshim run: no such file or directory: {options.target!r}", file=sys.stderr)
         return 2
-    return run_target(options.target, target_args, module=options.module, settings=named)
+    return run_target(options.target, target_args, module=options.module, settings=named, asm=asm)
 
 
 def _check(options, parser):

@@ -9,7 +9,7 @@ stderr, one line each, and a missing ``triton`` module is one line and exit stat
 import os
 import runpy
 import sys
-from typing import Any, List, Mapping, Optional, Union
+from typing import Any, List, Mapping, Optional, Tuple, Union
 
 from ..errors import TritonNotFoundError
 from ..settings import Settings
@@ -19,10 +19,13 @@ __all__ = ["run_target"]
 
 
 def run_target(target: str, args: List[str], module: bool = False,
-               settings: Union[Mapping[str, Any], Settings, None] = None) -> Optional[int]:
+               settings: Union[Mapping[str, Any], Settings, None] = None,
+               asm: Optional[Tuple[str, str]] = None) -> Optional[int]:
     """Run ``target`` (a script path, a directory with ``__main__.py``, or a module name with
     ``module=True``) as ``__main__`` with ``sys.argv`` = ``[target, *args]`` and the switch on with
-    ``settings`` (the settings named, completed by the switch, or a whole ``Settings``)."""
+    ``settings`` (the settings named, completed by the switch, or a whole ``Settings``). ``asm``:
+    ``(kernel name, form)``, printed after the target for every specialization compiled (under
+    ``compile="check"``); exit status 1 where none was."""
     os.environ.setdefault("TRITON_INTERPRET", "1")
     try:
         problems = preflight.start_up_problems()
@@ -55,6 +58,8 @@ def run_target(target: str, args: List[str], module: bool = False,
             else:
                 sys.path.insert(0, directory)
             runpy.run_path(target, run_name="__main__")
+        if asm is not None:
+            return _print_asm(*asm)
     finally:
         handle.deactivate()
         sys.argv = saved_argv
@@ -63,4 +68,16 @@ def run_target(target: str, args: List[str], module: bool = False,
                 sys.path.remove(os.getcwd())
         elif saved_path0 is not None:
             sys.path[0] = saved_path0
+    return 0
+
+
+def _print_asm(name: str, form: str) -> int:
+    from .. import compiler
+
+    listing = compiler.listing(name, form)
+    if listing is None:
+        print(f"kwshim run: --asm: the target launched no kernel named {name!r}",
+              file=sys.stderr, flush=True)
+        return 1
+    print(listing, end="", flush=True)
     return 0

@@ -73,6 +73,7 @@ def diagnose(progress=None):
                                 "(kwshim.activate(), kwshim run, pytest --kwshim) makes them decorate, launch and "
                                 "tune on the CPU")
     report["grid"] = both.get("grid") or {"ok": False, "detail": "the grid probe did not run"}
+    report["compiler"] = both.get("compiler") or {"ok": False, "detail": "the compiler probe did not run"}
     if not probes.get("bf16_arithmetic_works", {"ok": True})["ok"]:
         report["advice"].append("this interpreter computes bf16 on its raw bits: bf16 kernels store wrong values "
                                 "bare; a wrapped kernel (@kwsafe or the switch) computes bf16 and fp8 as the GPU "
@@ -198,6 +199,9 @@ def render(report):
             grid = f"nothing ({str(exc).replace('kwshim: ', '', 1)})"
         lines.append(f"grid        {grid} under the switch (KWSHIM_GRID={variable}); "
                      f"batching {'works' if report['grid']['ok'] else 'does NOT work'}: {report['grid']['detail']}")
+    if report.get("compiler"):
+        compiled = report["compiler"]
+        lines.append(f"compile     for the H200 {'works' if compiled['ok'] else 'does NOT work'} here: {compiled['detail']}")
     if report["advice"]:
         lines.append("")
         lines.extend(f"- {advice}" for advice in report["advice"])

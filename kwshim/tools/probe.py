@@ -218,6 +218,17 @@ def batched_grid():
     return {"ok": True, "detail": "a row kernel's programs ran together with the loop's bits"}
 
 
+def compiler_target():
+    """Whether the installed Triton compiles for the H200 (sm_90) here, as ``compile="check"`` needs."""
+    os.environ["TRITON_INTERPRET"] = "1"
+    from ..compiler import unavailable
+
+    reason = unavailable()
+    if reason is not None:
+        return {"ok": False, "detail": f"{reason}: compile='check' is skipped with a notice"}
+    return {"ok": True, "detail": "a one-store kernel compiled for the H200 (sm_90): compile='check' works"}
+
+
 if __name__ == "__main__":
     arguments = sys.argv[1:]
     if "--mode" in arguments:
@@ -230,6 +241,10 @@ if __name__ == "__main__":
             result["grid"] = batched_grid()
         except Exception as exc:  # noqa: BLE001 (reported, the bare probes kept)
             result["grid"] = {"ok": False, "detail": f"the grid probe failed: {_error(exc)}"}
+        try:
+            result["compiler"] = compiler_target()
+        except Exception as exc:  # noqa: BLE001 (reported, the other probes kept)
+            result["compiler"] = {"ok": False, "detail": f"the compiler probe failed: {_error(exc)}"}
     else:
         result = probe()
     json.dump(result, sys.stdout)
