@@ -26,12 +26,12 @@ ASM_FORMS = ("ttir", "ttgir", "llir", "ptx")
 _NOTICED: list = []
 
 
-def check_launch(fn, grid, args, kwargs, warmup):
+def check_launch(fn, grid, args, kwargs, warmup, options=None):
     """``compile="check"`` for one launch of the kernel whose function is ``fn``: its
     ``CompiledKernel`` for the H200, after refusing what the GPU refuses (the compiler's
     ``CompilationError``; at a launch, not a ``warmup``, ``OutOfResources``). None, after a one-line
     notice the first time, where this Triton cannot compile for the H200 here or the kernel has no
-    source file (``SourceUnavailable``)."""
+    source file (``SourceUnavailable``). ``options``: what ``@triton.jit`` was given."""
     from ..virtual_cuda.model import H200
 
     reason = unavailable()
@@ -39,7 +39,7 @@ def check_launch(fn, grid, args, kwargs, warmup):
         _notice(f"kwshim: compile='check' is skipped: {reason}")
         return None
     try:
-        kernel = compiled_for_launch(fn, grid, args, kwargs, H200)
+        kernel = compiled_for_launch(fn, grid, args, kwargs, H200, options)
     except SourceUnavailable as error:
         _notice(f"kwshim: compile='check' skips a kernel: {error}")
         return None

@@ -38,16 +38,17 @@ class _NotCompiled(Exception):
     """A lookup found no compiled specialization: compile it with the helpers swapped in."""
 
 
-def compiled_for_launch(fn, grid, args, kwargs, gpu):
+def compiled_for_launch(fn, grid, args, kwargs, gpu, options=None):
     """The ``CompiledKernel`` compiled Triton makes for launching ``fn`` (a kernel's Python function)
     with ``args``/``kwargs`` on ``gpu`` (``virtual_cuda.model.GPU``); what the compiler refuses is
-    raised as compiled Triton raises it (``CompilationError``).
+    raised as compiled Triton raises it (``CompilationError``). ``options``: what ``@triton.jit`` was
+    given (``repr``, ``do_not_specialize``, ``noinline``, ...), which the interpreter keeps.
 
     A specialization compiled before is looked up with only the driver answering as ``gpu``;
     compiling one (and a kernel's first lookup, which hashes its helpers) swaps in the helpers and
     ``triton.language`` as compiled Triton sees them, and puts everything back after."""
     with _LOCK:
-        jit, driver = _compiler_for(fn, gpu)
+        jit, driver = _compiler_for(fn, gpu, options)
         if getattr(jit, "looked_up", False):
             try:
                 return driver.call(jit.warmup, *args, grid=grid, **kwargs)
@@ -105,12 +106,12 @@ def unavailable():
     return None
 
 
-def _compiler_for(fn, gpu):
+def _compiler_for(fn, gpu, options):
     from ..patching import Scope
 
     found = _COMPILERS.get(fn)
     if found is None or found[2] is not gpu:
-        found = _COMPILERS[fn] = (_target_function(fn), Scope(_target_driver(gpu), _LOCK), gpu)
+        found = _COMPILERS[fn] = (_target_function(fn, options), Scope(_target_driver(gpu), _LOCK), gpu)
     return found[0], found[1]
 
 
@@ -195,8 +196,7 @@ def _helper_swaps(fn):
     if interpreted is None:
         return []
     swaps, seen_namespaces, seen_functions = [], set(), set()
-    pending = [fn] + [module for name, module in list(sys.modules.items())
-                      if name.startswith("triton.language") and module is not None]
+    pending = [fn] + _language_modules()
 
     def target(value):
         pending.append(value.fn)
@@ -271,12 +271,26 @@ def _pristine_language():
     return _PRISTINE[0]
 
 
+def _language_modules():
+    """Every module of ``triton.language``: those in ``sys.modules`` and those reached as attributes
+    (3.2 on, ``tl.extra.cuda`` is a second module object beside ``sys.modules``' own)."""
+    found, pending = {}, [module for name, module in list(sys.modules.items())
+                          if name.startswith("triton.language") and module is not None]
+    while pending:
+        module = pending.pop()
+        if id(module) in found:
+            continue
+        found[id(module)] = module
+        pending += [value for value in vars(module).values()
+                    if inspect.ismodule(value) and value.__name__.startswith("triton.language")]
+    return list(found.values())
+
+
 def _language_values():
     """``(owner, name, value)`` of every module of ``triton.language`` and every class its ``core``
     defines, where the value is not the interpreter's (a builtin it wrapped: the builtin)."""
     interpreter_file = getattr(sys.modules.get("triton.runtime.interpreter"), "__file__", None)
-    owners = [module for name, module in list(sys.modules.items())
-              if name.startswith("triton.language") and module is not None]
+    owners = _language_modules()
     core = sys.modules.get("triton.language.core")
     owners += [value for value in vars(core).values()
                if inspect.isclass(value) and value.__module__ == core.__name__] if core is not None else []

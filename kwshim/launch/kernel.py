@@ -186,7 +186,7 @@ def _compiled(kernel, grid, args, kwargs, warmup):
     raising what the GPU's compiler and launcher refuse."""
     from .. import compiler
 
-    return compiler.check_launch(kernel.fn, grid, args, kwargs, warmup)
+    return compiler.check_launch(kernel.fn, grid, args, kwargs, warmup, getattr(kernel, "kwargs", None))
 
 
 def _tuple_grid(grid):
