@@ -94,7 +94,8 @@ def main():
     print(f"a new specialization's launch (dot loop 64x64x32): off {1e3 * off:.1f} ms, check with an empty Triton "
           f"cache {1e3 * cold:.0f} ms, check with Triton's disk cache {1e3 * warm:.1f} ms")
     off, check, ratio = later_launches(options.rounds, options.launches)
-    print(f"a later launch of a specialization (4 programs of 1024): off {1e3 * off:.3f} ms, check {1e3 * check:.3f} ms, "
+    print(f"a later launch of a specialization (4 programs of 1024): off {1e3 * off:.3f} ms, "
+          f"check {1e3 * check:.3f} ms, "
           f"check/off {ratio:.2f}x")
 
 

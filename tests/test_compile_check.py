@@ -42,7 +42,7 @@ def test_each_launch_is_refused_or_compiled_as_on_the_h200():
             if triton.__version__ == h200["triton"]:
                 assert seen["message"] == expected["message"], name
         elif "picks" in expected and _ptxas_refuses_the_large_config():
-            assert seen == {"raises": "RuntimeError"}, name  # this release's autotuner does not catch it: nor on its GPU
+            assert seen == {"raises": "RuntimeError"}, name  # its autotuner does not catch it, nor on its GPU
         elif "picks" in expected:
             assert seen == expected, name
         else:

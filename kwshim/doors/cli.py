@@ -108,7 +108,8 @@ def _run(options, target_args, parser):
                   f"not {options.asm!r}", file=sys.stderr)
             return 2
         if named.get("compile", "check") != "check":
-            print("kwshim run: --asm needs --compile check (what it prints is what the check compiles)", file=sys.stderr)
+            print("kwshim run: --asm needs --compile check (what it prints is what the check compiles)",
+                  file=sys.stderr)
             return 2
         named["compile"], asm = "check", (name, form)
     if options.module:

@@ -201,7 +201,8 @@ def render(report):
                      f"batching {'works' if report['grid']['ok'] else 'does NOT work'}: {report['grid']['detail']}")
     if report.get("compiler"):
         compiled = report["compiler"]
-        lines.append(f"compile     for the H200 {'works' if compiled['ok'] else 'does NOT work'} here: {compiled['detail']}")
+        works = "works" if compiled["ok"] else "does NOT work"
+        lines.append(f"compile     for the H200 {works} here: {compiled['detail']}")
     if report["advice"]:
         lines.append("")
         lines.extend(f"- {advice}" for advice in report["advice"])
