@@ -8,7 +8,9 @@ keywords with launch options (``k[g](out, A=4, B=2, num_warps=4, num_stages=2)``
 of the totals divided by N2 - N1 is the instructions per launch, start-up cancelled. The set-up
 objects are frozen out of the garbage collector (``gc.freeze()``) and 200 launches are counted:
 fewer, or no freeze, and full collections swing the figures by about 5%. Prints each figure and
-its ratio to bare (budget: 1.01).
+its ratio to bare (budget: 1.01). ``compile`` is the switch with ``compile="check"``: its first launch
+compiles the kernel for the H200, and each later one only looks the specialization up (a compile
+would be hundreds of millions of instructions).
 
 Then the same for tuning launches (``cpu_autotune.py``'s 4-Config kernel, a new key each launch):
 bare Triton's own tuning path with a benchmarker that runs each Config once, against the switch's
@@ -53,6 +55,8 @@ def launches(mode, form, count):
     kwshim.activate().deactivate()
     if mode == "switch":
         kwshim.activate()
+    elif mode == "compile":
+        kwshim.activate(compile="check")
     out = torch.zeros(1, dtype=torch.int32)
     kernel[(1,)](out, 4, 2)  # the first launch builds what later launches reuse
     gc.collect()
@@ -111,7 +115,7 @@ def main():
     print(f"Triton {triton.__version__}: instructions per launch, {N2 - N1} launches, set-up frozen")
     for form in FORMS:
         per_launch = {mode: (measure(mode, form, N2) - measure(mode, form, N1)) / (N2 - N1)
-                      for mode in ("bare", "kwsafe", "switch")}
+                      for mode in ("bare", "kwsafe", "switch", "compile")}
         for mode, count in per_launch.items():
             print(f"  {form:17s} {mode:7s} {count:12.0f}  ratio to bare {count / per_launch['bare']:.4f}")
     print(f"Tuning launches of 4 Configs, {T2 - T1} launches: bare Triton with a run-once benchmarker, "

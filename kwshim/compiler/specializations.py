@@ -190,8 +190,9 @@ def _interpreted_class():
 
 def _helper_swaps(fn):
     """``(owner, name, TargetFunction)`` for each ``InterpretedFunction`` the compiler can reach from
-    ``fn``: in the namespaces of ``fn`` and of each helper found (transitively), the modules those
-    name, ``triton.language``'s modules, and the tensor methods that call one."""
+    ``fn``: in the globals and closure of ``fn`` and of each helper found (transitively), the
+    modules those globals name (``op.exp``: one level, not the modules those import),
+    ``triton.language``'s modules, and the tensor methods that call one."""
     interpreted = _interpreted_class()
     if interpreted is None:
         return []
@@ -202,15 +203,16 @@ def _helper_swaps(fn):
         pending.append(value.fn)
         return _target_function(value.fn, getattr(value, "kwargs", None))
 
-    def scan(owner, names):
+    def scan(owner, names, named_modules=None):
         if id(owner) in seen_namespaces:
             return
         seen_namespaces.add(id(owner))
         for name, value in list(names.items()):
             if isinstance(value, interpreted):
                 swaps.append((owner, name, target(value)))
-            elif inspect.ismodule(value) and not value.__name__.startswith(_NOT_HELPERS):
-                pending.append(value)
+            elif named_modules is not None and inspect.ismodule(value) and \
+                    not value.__name__.startswith(_NOT_HELPERS):
+                named_modules.append(value)
 
     while pending:
         item = pending.pop()
@@ -220,7 +222,7 @@ def _helper_swaps(fn):
             seen_functions.add(id(item))
             module = sys.modules.get(item.__module__)
             owner = module if module is not None and vars(module) is item.__globals__ else item.__globals__
-            scan(owner, item.__globals__)
+            scan(owner, item.__globals__, pending)
             for cell in item.__closure__ or ():
                 try:
                     value = cell.cell_contents
