@@ -201,3 +201,30 @@ def test_a_kernel_made_by_exec_runs_unchecked_after_one_notice(monkeypatch):
         "kwshim: compile='check' skips a kernel: made_by_exec: its source is in no file (made by exec?), and "
         "compiled Triton reads it from one"]
     assert x.tolist() == [3.0]
+
+
+LIBDEVICE_KERNEL = """
+import triton
+import triton.language as tl
+try:
+    from triton.language.extra.libdevice import rsqrt
+except ImportError:
+    from triton.language.extra.cuda.libdevice import rsqrt
+
+
+@triton.jit
+def inverse_roots(x_ptr, y_ptr, N: tl.constexpr):
+    offsets = tl.arange(0, N)
+    tl.store(y_ptr + offsets, rsqrt(tl.load(x_ptr + offsets)))
+"""
+
+
+def test_a_libdevice_function_bound_by_name_while_the_switch_is_on_compiles_as_libdevices(tmp_path, monkeypatch):
+    (tmp_path / "bound_while_on.py").write_text(LIBDEVICE_KERNEL)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    x, y = torch.tensor([4.0, 16.0, 0.25, 1.0]), torch.zeros(4)
+    with kwshim.activate(compile="check"):
+        module = importlib.import_module("bound_while_on")  # binds kwshim's CPU implementation of rsqrt
+        compiled = module.inverse_roots[(1,)](x, y, N=4)
+    assert "rsqrt" in compiled.asm["ptx"]
+    assert y.tolist() == [0.5, 0.25, 2.0, 1.0]

@@ -192,10 +192,14 @@ def _helper_swaps(fn):
     """``(owner, name, TargetFunction)`` for each ``InterpretedFunction`` the compiler can reach from
     ``fn``: in the globals and closure of ``fn`` and of each helper found (transitively), the
     modules those globals name (``op.exp``: one level, not the modules those import),
-    ``triton.language``'s modules, and the tensor methods that call one."""
+    ``triton.language``'s modules, and the tensor methods that call one; and, in the same
+    namespaces, the libdevice function for each of kwshim's CPU implementations of one."""
     interpreted = _interpreted_class()
     if interpreted is None:
         return []
+    from ..interpreter.libdevice import originals
+
+    libdevice = originals()  # a CPU implementation bound by name while the switch was on: the original
     swaps, seen_namespaces, seen_functions = [], set(), set()
     pending = [fn] + _language_modules()
 
@@ -210,6 +214,8 @@ def _helper_swaps(fn):
         for name, value in list(names.items()):
             if isinstance(value, interpreted):
                 swaps.append((owner, name, target(value)))
+            elif id(value) in libdevice:
+                swaps.append((owner, name, libdevice[id(value)]))
             elif named_modules is not None and inspect.ismodule(value) and \
                     not value.__name__.startswith(_NOT_HELPERS):
                 named_modules.append(value)

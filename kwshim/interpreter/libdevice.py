@@ -204,6 +204,19 @@ def _replacements():
     return functions, modules, symbols
 
 
+def originals() -> Dict[int, Any]:
+    """{id(CPU implementation): the libdevice function (or module) it stands for}: what compiled
+    Triton must see where code bound a CPU implementation by name while the switch was on
+    (``from ...libdevice import rsqrt`` after it went on). Empty until the switch first installed them."""
+    if _replacements.cache_info().currsize == 0:
+        return {}
+    functions, modules, _ = _replacements()
+    by_id = {id(value): value for value in _KEPT}
+    found = {id(replacement): by_id[original] for original, replacement in functions.items() if original in by_id}
+    found.update((id(namespace), by_id[original]) for original, namespace in modules.items() if original in by_id)
+    return found
+
+
 def install(patch):
     """Put the CPU implementations in place of every public function of the loaded libdevice
     modules, through ``patch``."""
