@@ -217,7 +217,7 @@ def _helper_swaps(fn):
             elif id(value) in libdevice:
                 swaps.append((owner, name, libdevice[id(value)]))
             elif named_modules is not None and inspect.ismodule(value) and \
-                    not value.__name__.startswith(_NOT_HELPERS):
+                    not str(vars(value).get("__name__", "")).startswith(_NOT_HELPERS):
                 named_modules.append(value)
 
     while pending:
@@ -290,7 +290,7 @@ def _language_modules():
             continue
         found[id(module)] = module
         pending += [value for value in vars(module).values()
-                    if inspect.ismodule(value) and value.__name__.startswith("triton.language")]
+                    if inspect.ismodule(value) and str(vars(value).get("__name__", "")).startswith("triton.language")]
     return list(found.values())
 
 
