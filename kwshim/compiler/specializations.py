@@ -118,9 +118,14 @@ def _compiler_for(fn, gpu, options):
 def _as_compiled_triton_sees_it(patch, fn):
     """Through ``patch``: ``triton.language`` as it was before the interpreter patched it (a helper
     the interpreter calls patches it and never restores it), and ``fn``'s helpers as ``JITFunction``s."""
-    for owner, name, value in _pristine_language():
+    values, owners = _pristine_language()
+    for owner, name, value in values:
         if vars(owner).get(name, _ABSENT) is not value:
             patch.setattr(owner, name, value)
+    for owner, names in owners:  # what the interpreter added (3.0: tensor.__bool__ reads a value's data)
+        for name in [name for name in vars(owner) if name not in names and _from_interpreter(vars(owner)[name])]:
+            patch.on_undo(functools.partial(setattr, owner, name, vars(owner)[name]))
+            delattr(owner, name)
     for owner, name, value in _helper_swaps(fn):
         if isinstance(owner, types.CellType):  # a closure's cell has no __dict__ for Patch to read
             patch.on_undo(functools.partial(setattr, owner, name, owner.cell_contents))
@@ -294,21 +299,27 @@ def _language_modules():
     return list(found.values())
 
 
+def _from_interpreter(value):
+    code = getattr(value, "__code__", None)
+    interpreter = sys.modules.get("triton.runtime.interpreter")
+    return code is not None and interpreter is not None and code.co_filename == interpreter.__file__
+
+
 def _language_values():
     """``(owner, name, value)`` of every module of ``triton.language`` and every class its ``core``
-    defines, where the value is not the interpreter's (a builtin it wrapped: the builtin)."""
-    interpreter_file = getattr(sys.modules.get("triton.runtime.interpreter"), "__file__", None)
+    defines, where the value is not the interpreter's (a builtin it wrapped: the builtin); and
+    ``(owner, names)``: the names each owner had then."""
     owners = _language_modules()
     core = sys.modules.get("triton.language.core")
     owners += [value for value in vars(core).values()
                if inspect.isclass(value) and value.__module__ == core.__name__] if core is not None else []
-    values = []
+    values, names = [], []
     for owner in owners:
         for name, value in list(vars(owner).items()):
-            code = getattr(value, "__code__", None)
-            if code is not None and code.co_filename == interpreter_file:
+            if _from_interpreter(value):
                 value = (getattr(value, "__kwdefaults__", None) or {}).get("member", _ABSENT)
                 if value is _ABSENT:  # one of the interpreter's own replacements: the original is lost
                     continue
             values.append((owner, name, value))
-    return values
+        names.append((owner, frozenset(vars(owner))))
+    return values, names
