@@ -24,7 +24,7 @@ from typing import Any, List, Mapping, Optional, Union
 
 from .. import compat, compiler, interpreter
 from ..autotune import AutotunerPatch
-from ..launch.kernel import RunSlot, launcher_via_paths
+from ..launch.kernel import RunSlot, launcher_via_paths, warmup_via_paths
 from ..patching import Patch
 from ..settings import ACTIVATIONS, Settings, in_force, resolve
 
@@ -180,6 +180,8 @@ def _install(settings: Settings):
     try:
         patch.setattr(classes.interpreted, "__getitem__", launcher_via_paths)
         patch.setattr(classes.interpreted, "run", RunSlot())
+        if not hasattr(classes.interpreted, "warmup"):  # up to 3.5: compiled Triton's kernels have one
+            patch.setattr(classes.interpreted, "warmup", warmup_via_paths)
         interpreting = compat.interpreter_on()
         if classes.autotuner is not None:
             # A compiled-only process needs kwshim's Autotuner.run for verify only (docs: how-to/autotune)

@@ -26,8 +26,8 @@ from ..settings import ACTIVATIONS
 from . import options, scalars
 from .binding import BindingPlan, check_signature
 
-__all__ = ["KwsafeKernel", "LaunchPaths", "paths_of", "launcher_via_paths", "RunSlot", "fix_in_place",
-           "is_fixed_in_place"]
+__all__ = ["KwsafeKernel", "LaunchPaths", "paths_of", "launcher_via_paths", "warmup_via_paths", "RunSlot",
+           "fix_in_place", "is_fixed_in_place"]
 
 #: Serializes interpreted launches where the interpreter needs it (``interpreter.LAUNCH_LOCK``: a
 #: module-wide builder, and from 3.6 triton.language patched for the length of each launch). A
@@ -271,6 +271,13 @@ class RunSlot:
 
     def __set__(self, kernel, value):
         kernel.__dict__["run"] = value
+
+
+def warmup_via_paths(kernel, *args, grid, **kwargs):
+    """``kernel.warmup(...)`` where the interpreter's kernel class has none (up to 3.5), as compiled
+    Triton's: ``run(..., warmup=True)``, which binds and checks, and returns the compiled kernel
+    under ``compile="check"`` (else None)."""
+    return paths_of(kernel).run(*args, grid=grid, warmup=True, **kwargs)
 
 
 def launcher_via_paths(kernel, grid):
