@@ -8,22 +8,28 @@ compiler's code generator calls such a helper as plain Python, and ``triton.lang
 functions (``tl.zeros``, ``tl.sum``) are helpers too. So while a specialization compiles, each
 ``InterpretedFunction`` the kernel can reach (its globals and closure, the modules they name,
 ``triton.language``'s modules and the tensor methods) is swapped for a ``JITFunction`` of the same
-function, and ``triton.runtime.driver.active`` answers as the target GPU. Both are put back after.
+function; ``triton.language`` is as it was before the interpreter wrapped its builtins (a helper
+the interpreter calls wraps them and never restores them); and ``triton.runtime.driver.active``
+answers as the target GPU. All of it is put back after.
 """
 
 import functools
 import inspect
 import sys
-import threading
 import types
 import weakref
+
+from ..interpreter import LAUNCH_LOCK
 
 __all__ = ["compiled_for_launch", "compiled_kernels", "unavailable", "remember_language", "SourceUnavailable"]
 
 #: Modules whose attributes are never a kernel's helpers: scanning them would cost, and find none.
 _NOT_HELPERS = ("torch", "numpy", "triton.runtime", "triton.compiler", "triton.backends", "triton._C")
 
-_LOCK = threading.RLock()
+#: Held while a specialization is looked up or compiled: the interpreter's launch lock, since a
+#: compile sets ``triton.language`` as compiled Triton sees it, which an interpreted launch in
+#: another thread must not see (nor this compile the interpreter's patches).
+_LOCK = LAUNCH_LOCK
 _COMPILERS: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()  # kernel function -> (jit, driver, gpu)
 _COMPILING: list = []  # non-empty while a specialization may compile
 _KEPT: dict = {}  # kernel name -> the CompiledKernels compiled in this process (kwshim run --asm)
