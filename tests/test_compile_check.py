@@ -228,3 +228,22 @@ def test_a_libdevice_function_bound_by_name_while_the_switch_is_on_compiles_as_l
         compiled = module.inverse_roots[(1,)](x, y, N=4)
     assert "rsqrt" in compiled.asm["ptx"]
     assert y.tolist() == [0.5, 0.25, 2.0, 1.0]
+
+
+@triton.jit
+def _applied(x_ptr, y_ptr, FUNCTION: tl.constexpr, N: tl.constexpr):
+    offsets = tl.arange(0, N)
+    tl.store(y_ptr + offsets, FUNCTION(tl.load(x_ptr + offsets)))
+
+
+def test_a_jitted_function_given_as_a_constexpr_compiles_as_its_jit_function():
+    x, y = torch.arange(8.0), torch.zeros(8)
+    with kwshim.activate(compile="check"):
+        try:
+            compiled = _applied[(1,)](x, y, _twice, N=8)
+        except TypeError as refused:  # 3.0's compiled Triton takes no function as a constexpr, on a GPU neither
+            assert str(refused) == "Callable constexpr at index FUNCTION is not supported"
+            return
+        again = _applied[(1,)](x, y, FUNCTION=_twice, N=8)
+    assert again is compiled and ".target sm_90" in compiled.asm["ptx"]
+    assert y.tolist() == (2 * x).tolist()

@@ -55,7 +55,14 @@ def compiled_for_launch(fn, grid, args, kwargs, gpu, options=None):
     ``triton.language`` as compiled Triton sees them, and puts everything back after."""
     with _LOCK:
         jit, driver = _compiler_for(fn, gpu, options)
-        if getattr(jit, "looked_up", False):
+        interpreted = _interpreted_class()
+        given = [value for value in list(args) + list(kwargs.values()) if isinstance(value, interpreted)]
+        if given:  # a jitted function given as a constexpr argument: compiled Triton takes its JITFunction
+            args = tuple(_target_of(value) if isinstance(value, interpreted) else value for value in args)
+            kwargs = {name: _target_of(value) if isinstance(value, interpreted) else value
+                      for name, value in kwargs.items()}
+        functions = [jit] + [_target_of(value) for value in given]
+        if all(getattr(function, "looked_up", False) for function in functions):
             try:
                 return driver.call(jit.warmup, *args, grid=grid, **kwargs)
             except _NotCompiled:
@@ -63,15 +70,20 @@ def compiled_for_launch(fn, grid, args, kwargs, gpu, options=None):
         from ..patching import Patch
 
         with Patch() as patch:
-            _as_compiled_triton_sees_it(patch, fn)
+            _as_compiled_triton_sees_it(patch, [fn] + [value.fn for value in given])
             _COMPILING.append(True)
             try:
                 kernel = driver.call(jit.warmup, *args, grid=grid, **kwargs)
             finally:
                 _COMPILING.pop()
-        jit.looked_up = True
+        for function in functions:
+            function.looked_up = True
         _remember(kernel)
         return kernel
+
+
+def _target_of(interpreted):
+    return _target_function(interpreted.fn, getattr(interpreted, "kwargs", None))
 
 
 def _remember(kernel):
@@ -121,9 +133,10 @@ def _compiler_for(fn, gpu, options):
     return found[0], found[1]
 
 
-def _as_compiled_triton_sees_it(patch, fn):
+def _as_compiled_triton_sees_it(patch, roots):
     """Through ``patch``: ``triton.language`` as it was before the interpreter patched it (a helper
-    the interpreter calls patches it and never restores it), and ``fn``'s helpers as ``JITFunction``s."""
+    the interpreter calls patches it and never restores it), and the helpers of ``roots`` (the
+    kernel's function, and those given to it as arguments) as ``JITFunction``s."""
     values, owners = _pristine_language()
     for owner, name, value in values:
         if vars(owner).get(name, _ABSENT) is not value:
@@ -132,7 +145,7 @@ def _as_compiled_triton_sees_it(patch, fn):
         for name in [name for name in vars(owner) if name not in names and _from_interpreter(vars(owner)[name])]:
             patch.on_undo(functools.partial(setattr, owner, name, vars(owner)[name]))
             delattr(owner, name)
-    for owner, name, value in _helper_swaps(fn):
+    for owner, name, value in _helper_swaps(roots):
         if isinstance(owner, types.CellType):  # a closure's cell has no __dict__ for Patch to read
             patch.on_undo(functools.partial(setattr, owner, name, owner.cell_contents))
             owner.cell_contents = value
@@ -199,10 +212,10 @@ def _interpreted_class():
     return getattr(sys.modules.get("triton.runtime.interpreter"), "InterpretedFunction", None)
 
 
-def _helper_swaps(fn):
+def _helper_swaps(roots):
     """``(owner, name, TargetFunction)`` for each ``InterpretedFunction`` the compiler can reach from
-    ``fn``: in the globals and closure of ``fn`` and of each helper found (transitively), the
-    modules those globals name (``op.exp``: one level, not the modules those import),
+    ``roots`` (functions): in the globals and closure of each, and of each helper found
+    (transitively), the modules those globals name (``op.exp``: one level, not the modules those import),
     ``triton.language``'s modules, and the tensor methods that call one; and, in the same
     namespaces, the libdevice function for each of kwshim's CPU implementations of one."""
     interpreted = _interpreted_class()
@@ -212,7 +225,7 @@ def _helper_swaps(fn):
 
     libdevice = originals()  # a CPU implementation bound by name while the switch was on: the original
     swaps, seen_namespaces, seen_functions = [], set(), set()
-    pending = [fn] + _language_modules()
+    pending = list(roots) + _language_modules()
 
     def target(value):
         pending.append(value.fn)
