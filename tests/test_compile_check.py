@@ -247,3 +247,44 @@ def test_a_jitted_function_given_as_a_constexpr_compiles_as_its_jit_function():
         again = _applied[(1,)](x, y, FUNCTION=_twice, N=8)
     assert again is compiled and ".target sm_90" in compiled.asm["ptx"]
     assert y.tolist() == (2 * x).tolist()
+
+
+BARE_FIRST = """
+import warnings
+import torch, triton, triton.language as tl
+import kwshim
+
+
+@triton.jit
+def summed(x_ptr, N: tl.constexpr):
+    offsets = tl.arange(0, N)
+    tl.store(x_ptr + offsets, tl.sum(tl.load(x_ptr + offsets), axis=0) + tl.zeros((N,), tl.float32))
+
+
+x = torch.ones(4)
+summed[(1,)](x, N=4)  # bare, before the switch: the interpreter patches triton.language, some of it for good
+with warnings.catch_warnings(record=True) as caught, kwshim.activate(compile="check"):
+    warnings.simplefilter("always")
+    returned = summed[(1,)](x, N=4)
+print(type(returned).__name__, x.tolist())
+print([str(w.message) for w in caught if "kwshim" in str(w.message)])
+"""
+
+
+def test_a_bare_launch_before_the_switch_never_makes_the_check_refuse_what_the_gpu_compiles(tmp_path):
+    import subprocess
+    import sys
+
+    from ._subprocess import environment
+
+    (tmp_path / "bare_first.py").write_text(BARE_FIRST)
+    done = subprocess.run([sys.executable, "bare_first.py"], capture_output=True, text=True, cwd=tmp_path,
+                          env=environment(TRITON_INTERPRET="1"), timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    first, notices = done.stdout.splitlines()[-2:]
+    returned, stored = first.split(" ", 1)
+    assert stored == "[16.0, 16.0, 16.0, 16.0]"
+    if returned == "CompiledKernel":  # what the interpreter replaced is found again (3.6 on)
+        assert notices == "[]"
+    else:  # lost for good (3.0's dtype.to_ir): the check steps aside, saying why
+        assert returned == "NoneType" and "switch kwshim on before the first launch" in notices, notices

@@ -15,7 +15,8 @@ The interpreter still computes every result; the compiler only decides what is r
 import warnings
 
 from .resources import refuse_beyond_limits
-from .specializations import SourceUnavailable, compiled_for_launch, compiled_kernels, remember_language, unavailable
+from .specializations import (SourceUnavailable, compiled_for_launch, compiled_kernels, language_lost,
+                              remember_language, unavailable)
 
 __all__ = ["check_launch", "compiled_for_launch", "compiled_kernels", "refuse_beyond_limits", "remember_language",
            "unavailable", "ASM_FORMS", "listing"]
@@ -34,7 +35,7 @@ def check_launch(fn, grid, args, kwargs, warmup, options=None):
     source file (``SourceUnavailable``). ``options``: what ``@triton.jit`` was given."""
     from ..virtual_cuda.model import H200
 
-    reason = unavailable()
+    reason = unavailable() or language_lost()
     if reason is not None:
         _notice(f"kwshim: compile='check' is skipped: {reason}")
         return None

@@ -21,7 +21,8 @@ import weakref
 
 from ..interpreter import LAUNCH_LOCK
 
-__all__ = ["compiled_for_launch", "compiled_kernels", "unavailable", "remember_language", "SourceUnavailable"]
+__all__ = ["compiled_for_launch", "compiled_kernels", "unavailable", "remember_language", "language_lost",
+           "SourceUnavailable"]
 
 #: Modules whose attributes are never a kernel's helpers: scanning them would cost, and find none.
 _NOT_HELPERS = ("torch", "numpy", "triton.runtime", "triton.compiler", "triton.backends", "triton._C")
@@ -137,7 +138,7 @@ def _as_compiled_triton_sees_it(patch, roots):
     """Through ``patch``: ``triton.language`` as it was before the interpreter patched it (a helper
     the interpreter calls patches it and never restores it), and the helpers of ``roots`` (the
     kernel's function, and those given to it as arguments) as ``JITFunction``s."""
-    values, owners = _pristine_language()
+    values, owners, _ = _pristine_language()
     for owner, name, value in values:
         if vars(owner).get(name, _ABSENT) is not value:
             patch.setattr(owner, name, value)
@@ -332,13 +333,70 @@ def _language_values():
     core = sys.modules.get("triton.language.core")
     owners += [value for value in vars(core).values()
                if inspect.isclass(value) and value.__module__ == core.__name__] if core is not None else []
-    values, names = [], []
+    values, names, lost = [], [], []
     for owner in owners:
         for name, value in list(vars(owner).items()):
             if _from_interpreter(value):
                 value = (getattr(value, "__kwdefaults__", None) or {}).get("member", _ABSENT)
-                if value is _ABSENT:  # one of the interpreter's own replacements: the original is lost
+                if value is _ABSENT:  # one of the interpreter's own replacements: its original, below
+                    lost.append((owner, name))
                     continue
             values.append((owner, name, value))
         names.append((owner, frozenset(vars(owner))))
-    return values, names
+    found = _originals_of(lost) if lost else {}
+    values += [(owner, name, found[owner, name]) for owner, name in lost if (owner, name) in found]
+    missing = [(owner, name) for owner, name in lost if (owner, name) not in found]
+    added = {(id(owner), name) for owner, name in missing if _added_by_interpreter(owner, name)}
+    names = [(owner, present - {name for name in present if (id(owner), name) in added}) for owner, present in names]
+    lost = [f"{getattr(owner, '__name__', owner)}.{name}" for owner, name in missing
+            if (id(owner), name) not in added and _public(owner, name)]
+    return values, names, lost
+
+
+#: What the interpreter adds to ``tl.tensor`` (it has none of them compiled): removed while compiling.
+_TENSOR_ADDITIONS = frozenset({"__bool__", "__index__", "__repr__", "__str__"})
+
+
+def _added_by_interpreter(owner, name):
+    return inspect.isclass(owner) and owner.__name__ == "tensor" and name in _TENSOR_ADDITIONS
+
+
+def _public(owner, name):
+    """Whether compiled Triton reads ``owner.name``: a name of ``triton.language``'s ``__all__``, or
+    a class's (the interpreter also leaves helpers of its own in module namespaces, which nothing reads)."""
+    if inspect.isclass(owner):
+        return True
+    return name in getattr(sys.modules.get("triton.language"), "__all__", ())
+
+
+def _originals_of(lost):
+    """{(owner, name): the object the interpreter replaced}, for those still alive elsewhere: the same
+    name where another ``triton.language`` module still holds it, else found among the garbage
+    collector's objects by where it was defined (``triton.language.core.range``, ``dtype.to_ir``)."""
+    import gc
+
+    found, wanted = {}, {}
+    for owner, name in lost:
+        qualname = name if inspect.ismodule(owner) else f"{owner.__qualname__}.{name}"
+        wanted.setdefault(qualname, []).append((owner, name))
+    for candidate in gc.get_objects():
+        if not (inspect.isclass(candidate) or inspect.isfunction(candidate)):
+            continue
+        owners = wanted.get(getattr(candidate, "__qualname__", None))
+        module = getattr(candidate, "__module__", None)
+        if owners and isinstance(module, str) and module.startswith("triton.language") and \
+                not _from_interpreter(candidate):
+            for key in owners:
+                found.setdefault(key, candidate)
+    return found
+
+
+def language_lost():
+    """Why ``triton.language`` cannot be put back as compiled Triton sees it (an interpreted launch
+    before the switch went on replaced a name of it for good: Triton up to 3.5 patches it at every
+    launch and helper call, and keeps no original), as one line; None where it can."""
+    lost = _pristine_language()[2]
+    if not lost:
+        return None
+    return (f"an interpreted launch before the switch went on replaced {', '.join(sorted(set(lost))[:3])} of "
+            f"triton.language for good; switch kwshim on before the first launch (pytest --kwshim and kwshim run do)")
