@@ -20,6 +20,7 @@ import types
 import weakref
 
 from ..interpreter import LAUNCH_LOCK
+from ..virtual_cuda.triton_driver import driver_entries
 
 __all__ = ["compiled_for_launch", "compiled_kernels", "unavailable", "remember_language", "language_lost",
            "SourceUnavailable"]
@@ -130,7 +131,7 @@ def _compiler_for(fn, gpu, options):
 
     found = _COMPILERS.get(fn)
     if found is None or found[2] is not gpu:
-        found = _COMPILERS[fn] = (_target_function(fn, options), Scope(_target_driver(gpu), _LOCK), gpu)
+        found = _COMPILERS[fn] = (_target_function(fn, options), Scope(driver_entries(gpu), _LOCK), gpu)
     return found[0], found[1]
 
 
@@ -152,21 +153,6 @@ def _as_compiled_triton_sees_it(patch, roots):
             owner.cell_contents = value
         else:
             patch.set(owner, name, value)
-
-
-def _target_driver(gpu):
-    """The swaps that make ``driver.active`` answer as ``gpu``, unless it already does (the device)."""
-    import importlib
-
-    from ..virtual_cuda.triton_driver import VirtualDriver
-
-    config = importlib.import_module("triton.runtime.driver").driver
-    virtual = VirtualDriver(gpu)
-    if "_obj" in vars(config):  # 2.x: a lazy proxy
-        return [(config, "_obj", virtual)]
-    if "_active" in vars(config) or "_default" in vars(config):  # 3.5 on
-        return [(config, "_default", virtual), (config, "_active", virtual)]
-    return [(config, "default", virtual), (config, "active", virtual)]
 
 
 @functools.lru_cache(maxsize=None)

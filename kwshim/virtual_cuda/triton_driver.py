@@ -4,7 +4,7 @@ and would then load ``libcuda``). Persistent kernels ask it for their SM count
 (``driver.active.utils.get_device_properties(0)["multiprocessor_count"]``); the interpreter runs
 the kernels."""
 
-__all__ = ["install", "VirtualDriver"]
+__all__ = ["install", "driver_entries", "VirtualDriver"]
 
 
 class _Utils:
@@ -69,18 +69,22 @@ class VirtualDriver:
 
 def install(patch, gpu) -> None:
     """``triton.runtime.driver``'s active (and default) driver the virtual one, through ``patch``."""
+    for owner, name, value in driver_entries(gpu):
+        patch.setattr(owner, name, value)
+
+
+def driver_entries(gpu):
+    """``(owner, name, value)``: what makes ``triton.runtime.driver``'s active (and default) driver
+    the virtual one for ``gpu``; none without Triton's driver module."""
     import importlib
 
     try:  # the module: ``triton.runtime.driver`` as an attribute is its DriverConfig object
         module = importlib.import_module("triton.runtime.driver")
     except ImportError:
-        return
+        return []
     config, virtual = module.driver, VirtualDriver(gpu)
     if "_obj" in vars(config):  # 2.x: a lazy proxy
-        patch.setattr(config, "_obj", virtual)
-    elif "_active" in vars(config):  # 3.5 on: lazy properties over _default and _active
-        patch.setattr(config, "_default", virtual)
-        patch.setattr(config, "_active", virtual)
-    else:  # 3.0-3.4: plain attributes
-        patch.setattr(config, "default", virtual)
-        patch.setattr(config, "active", virtual)
+        return [(config, "_obj", virtual)]
+    if "_active" in vars(config):  # 3.5 on: lazy properties over _default and _active
+        return [(config, "_default", virtual), (config, "_active", virtual)]
+    return [(config, "default", virtual), (config, "active", virtual)]  # 3.0-3.4: plain attributes
