@@ -14,7 +14,7 @@ The interpreter still computes every result; the compiler only decides what is r
 
 import warnings
 
-from .resources import refuse_beyond_limits
+from .resources import metadata_value, refuse_beyond_limits
 from .specializations import (SourceUnavailable, compiled_for_launch, compiled_kernels, language_lost,
                               remember_language, unavailable)
 
@@ -31,8 +31,9 @@ def check_launch(fn, grid, args, kwargs, warmup, options=None):
     """``compile="check"`` for one launch of the kernel whose function is ``fn``: its
     ``CompiledKernel`` for the H200, after refusing what the GPU refuses (the compiler's
     ``CompilationError``; at a launch, not a ``warmup``, ``OutOfResources``). None, after a one-line
-    notice the first time, where this Triton cannot compile for the H200 here or the kernel has no
-    source file (``SourceUnavailable``). ``options``: what ``@triton.jit`` was given."""
+    notice the first time, where this Triton cannot compile for the H200 here, ``triton.language``
+    cannot be put back as compiled Triton sees it (``language_lost``), or the kernel has no source
+    file (``SourceUnavailable``). ``options``: what ``@triton.jit`` was given."""
     from ..virtual_cuda.model import H200
 
     reason = unavailable() or language_lost()
@@ -60,9 +61,7 @@ def listing(name, form):
         return None
     parts = []
     for number, kernel in enumerate(kernels, 1):
-        metadata = kernel.metadata
-        warps, shared = (metadata.get("num_warps"), metadata.get("shared")) if isinstance(metadata, dict) else (
-            getattr(metadata, "num_warps", None), getattr(metadata, "shared", None))
+        warps, shared = metadata_value(kernel, "num_warps"), metadata_value(kernel, "shared")
         parts.append(f"// kwshim: {name}, specialization {number} of {len(kernels)}, {form} for the H200 (sm_90), "
                      f"num_warps={warps}, shared memory {shared} bytes\n{kernel.asm[form].rstrip()}\n")
     return "\n".join(parts)
