@@ -14,6 +14,7 @@ answers as the target GPU. All of it is put back after.
 """
 
 import functools
+import importlib.util
 import inspect
 import sys
 import types
@@ -280,14 +281,21 @@ _PRISTINE: list = []
 
 def remember_language() -> None:
     """Note ``triton.language`` as compiled Triton sees it (called when the switch goes on, before
-    its launches; a builtin the interpreter has already wrapped is unwrapped)."""
-    if not _PRISTINE:
+    its launches; a builtin the interpreter has already wrapped is unwrapped). Only where this
+    Triton has a compiler for GPUs (``triton.backends``, 3.0 on); what the interpreter replaced is
+    looked for at the first compile, not here."""
+    if not _PRISTINE and importlib.util.find_spec("triton.backends") is not None:
         _PRISTINE.append(_language_values())
 
 
 def _pristine_language():
-    remember_language()
-    return _PRISTINE[0]
+    """``(values, names, lost)``: ``triton.language`` as compiled Triton sees it (``_language_values``),
+    with the originals of what the interpreter replaced found once, at the first call."""
+    if not _PRISTINE:
+        _PRISTINE.append(_language_values())
+    if len(_PRISTINE[0]) == 3:  # (values, names, replaced): not looked for yet
+        _PRISTINE[0] = _with_originals(*_PRISTINE[0])
+    return _PRISTINE[0][:3]
 
 
 def _language_modules():
@@ -319,16 +327,23 @@ def _language_values():
     core = sys.modules.get("triton.language.core")
     owners += [value for value in vars(core).values()
                if inspect.isclass(value) and value.__module__ == core.__name__] if core is not None else []
-    values, names, lost = [], [], []
+    values, names, replaced = [], [], []
     for owner in owners:
         for name, value in list(vars(owner).items()):
             if _from_interpreter(value):
                 value = (getattr(value, "__kwdefaults__", None) or {}).get("member", _ABSENT)
-                if value is _ABSENT:  # one of the interpreter's own replacements: its original, below
-                    lost.append((owner, name))
+                if value is _ABSENT:  # one of the interpreter's own replacements: its original, later
+                    replaced.append((owner, name))
                     continue
             values.append((owner, name, value))
         names.append((owner, frozenset(vars(owner))))
+    return values, names, replaced
+
+
+def _with_originals(values, names, lost):
+    """``_language_values`` completed: the originals found of what the interpreter replaced
+    (``lost``), class attributes it only added removed from ``names``, and the public names whose
+    original is gone as ``lost`` (each as ``owner.name``); a fourth element marks it as done."""
     found = _originals_of(lost) if lost else {}
     values += [(owner, name, found[owner, name]) for owner, name in lost if (owner, name) in found]
     missing = [(owner, name) for owner, name in lost if (owner, name) not in found]
@@ -336,7 +351,7 @@ def _language_values():
     names = [(owner, present - {name for name in present if (id(owner), name) in added}) for owner, present in names]
     lost = [f"{getattr(owner, '__name__', owner)}.{name}" for owner, name in missing
             if (id(owner), name) not in added and _public(owner, name)]
-    return values, names, lost
+    return values, names, lost, "looked for"
 
 
 #: What the interpreter adds to ``tl.tensor`` (it has none of them compiled): removed while compiling.
@@ -366,7 +381,8 @@ def _originals_of(lost):
         qualname = name if inspect.ismodule(owner) else f"{owner.__qualname__}.{name}"
         wanted.setdefault(qualname, []).append((owner, name))
     for candidate in gc.get_objects():
-        if not (inspect.isclass(candidate) or inspect.isfunction(candidate)):
+        kind = type(candidate)  # not isinstance: a dead weak proxy raises ReferenceError for that
+        if not (kind is types.FunctionType or issubclass(kind, type)):
             continue
         owners = wanted.get(getattr(candidate, "__qualname__", None))
         module = getattr(candidate, "__module__", None)
