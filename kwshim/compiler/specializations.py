@@ -20,6 +20,7 @@ import sys
 import types
 import weakref
 
+from .. import compat
 from ..interpreter import LAUNCH_LOCK
 from ..virtual_cuda.triton_driver import driver_entries
 
@@ -33,7 +34,6 @@ _NOT_HELPERS = ("torch", "numpy", "triton.runtime", "triton.compiler", "triton.b
 #: compile sets ``triton.language`` as compiled Triton sees it, which an interpreted launch in
 #: another thread must not see (nor this compile the interpreter's patches).
 _LOCK = LAUNCH_LOCK
-_COMPILERS: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()  # kernel function -> (jit, driver, gpu)
 _COMPILING: list = []  # non-empty while a specialization may compile
 _KEPT: dict = {}  # kernel name -> the CompiledKernels compiled in this process (kwshim run --asm)
 
@@ -57,8 +57,8 @@ def compiled_for_launch(fn, grid, args, kwargs, gpu, options=None):
     compiling one (and a kernel's first lookup, which hashes its helpers) swaps in the helpers and
     ``triton.language`` as compiled Triton sees them, and puts everything back after."""
     with _LOCK:
-        jit, driver = _compiler_for(fn, gpu, options)
-        interpreted = _interpreted_class()
+        jit, driver = _target_function(fn, options), _driver_scope(gpu)
+        interpreted = compat.kernel_classes().interpreted or ()  # isinstance(value, ()): never
         given = [value for value in list(args) + list(kwargs.values()) if isinstance(value, interpreted)]
         if given:  # a jitted function given as a constexpr argument: compiled Triton takes its JITFunction
             args = tuple(_target_of(value) if isinstance(value, interpreted) else value for value in args)
@@ -127,13 +127,12 @@ def unavailable():
     return None
 
 
-def _compiler_for(fn, gpu, options):
+@functools.lru_cache(maxsize=None)
+def _driver_scope(gpu):
+    """The ``Scope`` in which Triton's driver answers as ``gpu`` (all a lookup needs)."""
     from ..patching import Scope
 
-    found = _COMPILERS.get(fn)
-    if found is None or found[2] is not gpu:
-        found = _COMPILERS[fn] = (_target_function(fn, options), Scope(driver_entries(gpu), _LOCK), gpu)
-    return found[0], found[1]
+    return Scope(driver_entries(gpu), _LOCK)
 
 
 def _as_compiled_triton_sees_it(patch, roots):
@@ -196,17 +195,13 @@ def _target_function(fn, options=None):
     return found
 
 
-def _interpreted_class():
-    return getattr(sys.modules.get("triton.runtime.interpreter"), "InterpretedFunction", None)
-
-
 def _helper_swaps(roots):
     """``(owner, name, TargetFunction)`` for each ``InterpretedFunction`` the compiler can reach from
     ``roots`` (functions): in the globals and closure of each, and of each helper found
     (transitively), the modules those globals name (``op.exp``: one level, not the modules those import),
     ``triton.language``'s modules, and the tensor methods that call one; and, in the same
     namespaces, the libdevice function for each of kwshim's CPU implementations of one."""
-    interpreted = _interpreted_class()
+    interpreted = compat.kernel_classes().interpreted
     if interpreted is None:
         return []
     from ..interpreter.libdevice import originals
