@@ -1,6 +1,9 @@
-"""``interpreter/compiled``: the compiled fused multiply-add, ``tl.exp`` and ``tl.exp2`` give the NumPy
-code's bits, on millions of random and tie-heavy operands and on the edges, and a kernel stores the
-same bits with and without them."""
+"""``interpreter/compiled``: the compiled fused multiply-add gives the NumPy code's bits, on millions of
+random and tie-heavy operands and on the edges, and a kernel stores the same bits with and without it;
+``tl.exp`` and ``tl.exp2``, computed chunk by chunk, give the bits of whole-array passes and of the C
+library's scalar ``exp2``."""
+
+import math
 
 import pytest
 import torch
@@ -25,7 +28,7 @@ def test_the_engine_is_numba_exactly_where_numba_imports():
         importable = False
     assert compiled.engine() == ("numba" if importable else "numpy")
     if not importable:
-        assert compiled.fma_ufunc() is None and compiled.exp_ufunc() is None and compiled.exp2_ufunc() is None
+        assert compiled.fma_ufunc() is None
 
 
 def _bits(array):
@@ -76,17 +79,37 @@ def test_the_compiled_fma_rounds_as_the_numpy_fma(dtype):
         _assert_same_bits(fused(a, b, c), numpy_fma(a, b, c))
 
 
-@numba_installed
-def test_the_compiled_exp_and_exp2_compute_the_numpy_models_bits():
-    from kwshim.interpreter.gpu_arithmetic import exp_approximation, flushing_approximation
+def test_exp_and_exp2_chunk_by_chunk_give_whole_array_passes_bits_and_the_c_librarys():
+    """The chunks (``_through_fp64``) change nothing: every block size around a chunk's edge, strided
+    and broadcast blocks, 4M bit patterns; and NumPy's SIMD ``exp2`` rounds to the fp32 of the C
+    library's scalar ``exp2`` (``math.exp2``)."""
+    from kwshim.interpreter.gpu_arithmetic import _CHUNK, exp_approximation, flushed, flushing_approximation
+
+    def whole_exp(x):
+        return np.exp2((x * compiled.LOG2_E).astype(np.float64)).astype(np.float32)
+
+    def whole_exp2(x):
+        return flushed(np.exp2(flushed(x).astype(np.float64)).astype(np.float32))
 
     rng = np.random.default_rng(11)
     every_pattern_kind = rng.integers(0, 2 ** 32, 4_000_000, dtype=np.uint64).astype(np.uint32).view(np.float32)
     in_range = (rng.random(4_000_000) * 300 - 160).astype(np.float32)  # where exp and exp2 are neither 0 nor inf
-    for x in (every_pattern_kind, in_range, np.array(EDGES, dtype=np.float32)):
-        with np.errstate(all="ignore"):
-            _assert_same_bits(compiled.exp_ufunc()(x), exp_approximation(x))
-            _assert_same_bits(compiled.exp2_ufunc()(x), flushing_approximation(np.exp2, True, x))
+    subnormal_results = (rng.random(100_000) * 30 - 150).astype(np.float32)
+    blocks = [every_pattern_kind, in_range, subnormal_results, np.array(EDGES, dtype=np.float32),
+              in_range[:_CHUNK - 1], in_range[:_CHUNK + 1], in_range[:3 * _CHUNK].reshape(3, _CHUNK)[:, ::2],
+              np.broadcast_to(in_range[:1024], (64, 1024)), np.float32(3.5).reshape(()), in_range[:0]]
+    with np.errstate(all="ignore"):
+        for x in blocks:
+            _assert_same_bits(exp_approximation(x), whole_exp(x))
+            _assert_same_bits(flushing_approximation(np.exp2, True, x), whole_exp2(x))
+            assert exp_approximation(x).shape == x.shape
+        for function in (np.sqrt, np.sin, np.cos):
+            x = in_range.reshape(2000, 2000)
+            _assert_same_bits(flushing_approximation(function, False, x),
+                              function(flushed(x).astype(np.float64)).astype(np.float32))
+        powers = in_range[:200_000] * compiled.LOG2_E
+        scalar = np.array([math.exp2(float(p)) for p in powers]).astype(np.float32)
+        _assert_same_bits(exp_approximation(in_range[:200_000]), scalar)
 
 
 @triton.jit
@@ -123,7 +146,7 @@ def test_a_large_launch_stores_the_same_bits_compiled_and_in_numpy(monkeypatch):
         return lambda: counting
 
     for engine in ("numba", "numpy"):
-        for name in ("fma_ufunc", "exp_ufunc", "exp2_ufunc"):
+        for name in ("fma_ufunc",):
             monkeypatch.setattr(compiled, name, counted(getattr(compiled, name)) if engine == "numba" else lambda: None)
         out, powers = torch.empty_like(x), torch.empty_like(x)
         with kwshim.activate(grid="batched"):
@@ -132,5 +155,5 @@ def test_a_large_launch_stores_the_same_bits_compiled_and_in_numpy(monkeypatch):
                 powers_of_two[(2,)](y, powers, N=2 ** 15)
         results.append(torch.cat([out, powers]) if hasattr(tl, "exp2") else out)
         if engine == "numba":
-            assert sorted(set(used)) == ["exp2_ufunc"] * hasattr(tl, "exp2") + ["exp_ufunc", "fma_ufunc"]
+            assert sorted(set(used)) == ["fma_ufunc"]
     assert torch.equal(results[0].view(torch.int32), results[1].view(torch.int32))

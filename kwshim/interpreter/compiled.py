@@ -1,11 +1,13 @@
-"""The GPU's hottest arithmetic as compiled loops, where numba is installed (``pip install 'kwshim[fast]'``).
+"""The GPU's fused multiply-add as a compiled loop, where numba is installed (``pip install 'kwshim[fast]'``).
 
 NumPy has no fused multiply-add, so ``fma`` computes one rounding from fp64 with a check for the
 midpoints where two roundings differ: 40-70 times a plain ``x * y + z``. The CPU has one: LLVM's
 ``llvm.fma`` is IEEE's fused multiply-add (the ``vfmadd`` instruction, or the C library's
-``fma``/``fmaf`` where the CPU has none), the same function as the GPU's ``fma.rn``. The
-``ex2.approx`` model (``tl.exp``: ``x * log2(e)`` rounded to fp32, then ``exp2`` in fp64) is a
-chain of NumPy passes with a temporary each; one compiled loop makes none.
+``fma``/``fmaf`` where the CPU has none), the same function as the GPU's ``fma.rn``.
+
+The ``ex2.approx`` models (``tl.exp``, ``tl.exp2``) had compiled loops here too; they called the C
+library's scalar ``exp2`` per element, and NumPy's own SIMD ``exp2`` over cache-sized chunks
+(``gpu_arithmetic._through_fp64``) is three times faster than that, so NumPy computes them always.
 
 Why numba: it installs as a wheel on Linux, macOS and Windows for every CPython kwshim supports
 (3.9 through 3.13), with no compiler on the user's machine; its ``vectorize`` makes NumPy ufuncs, so
@@ -21,14 +23,13 @@ import functools
 
 import numpy as np
 
-__all__ = ["COMPILED_FROM", "LOG2_E", "SMALLEST_NORMAL", "engine", "ufunc_for", "fma_ufunc", "exp_ufunc",
-           "exp2_ufunc"]
+__all__ = ["COMPILED_FROM", "LOG2_E", "SMALLEST_NORMAL", "engine", "ufunc_for", "fma_ufunc"]
 
 #: The fewest elements worth a compiled loop: below, NumPy's code runs (the same bits), so that a
 #: process of small launches never pays numba's start (about a second: its import, its compiler).
 COMPILED_FROM = 2 ** 15
 
-#: The model's constants, which ``gpu_arithmetic``'s NumPy code uses too: log2(e) as compiled Triton's
+#: The ``ex2.approx`` model's constants (``gpu_arithmetic``): log2(e) as compiled Triton's
 #: ``tl.exp`` multiplies by it, and fp32's smallest normal magnitude (below it, ``.ftz`` flushes).
 LOG2_E = np.float32(1.4426950408889634)
 SMALLEST_NORMAL = np.float32(2.0 ** -126)
@@ -45,7 +46,7 @@ def engine() -> str:
 
 
 def ufunc_for(name, size):
-    """The compiled ufunc ``name`` (``"fma"``, ``"exp"``, ``"exp2"``) for a block of ``size`` elements,
+    """The compiled ufunc ``name`` (``"fma"``) for a block of ``size`` elements,
     or None (below ``COMPILED_FROM``, or without numba): then the NumPy code runs."""
     return globals()[f"{name}_ufunc"]() if size >= COMPILED_FROM else None
 
@@ -78,42 +79,3 @@ def fma_ufunc():
         return fused(a, b, c)
 
     return fma
-
-
-@functools.lru_cache(maxsize=None)
-def exp_ufunc():
-    """A ufunc computing fp32 ``tl.exp`` as the GPU's ``ex2.approx`` of ``x * log2(e)``, or None."""
-    if engine() != "numba":
-        return None
-    from numba import vectorize
-
-    log2_e = LOG2_E
-
-    @vectorize(["float32(float32)"], cache=True)
-    def exp(x):
-        return np.float32(np.exp2(np.float64(x * log2_e)))
-
-    return exp
-
-
-@functools.lru_cache(maxsize=None)
-def exp2_ufunc():
-    """A ufunc computing fp32 ``tl.exp2`` as the GPU's ``ex2.approx.ftz``: subnormal inputs and
-    results are zeros of their sign, or None without numba."""
-    if engine() != "numba":
-        return None
-    from numba import vectorize
-
-    smallest = SMALLEST_NORMAL
-    zero = np.float32(0)
-
-    @vectorize(["float32(float32)"], cache=True)
-    def exp2(x):
-        if abs(x) < smallest:
-            x = np.copysign(zero, x)
-        result = np.float32(np.exp2(np.float64(x)))
-        if abs(result) < smallest:
-            result = np.copysign(zero, result)
-        return result
-
-    return exp2

@@ -218,11 +218,9 @@ def render(report):
 
 def _arithmetic_line(engine):
     if engine == "numba":
-        return (f"arithmetic  compiled by numba {_version('numba')}: the fused multiply-add, tl.exp and "
-                f"tl.exp2 of large blocks (kwshim[fast])")
+        return f"arithmetic  compiled by numba {_version('numba')}: large blocks' fused multiply-adds (kwshim[fast])"
     if engine == "numpy":
-        return ("arithmetic  NumPy (pip install 'kwshim[fast]' compiles the fused multiply-add and tl.exp: "
-                "the same bits)")
+        return "arithmetic  NumPy (pip install 'kwshim[fast]' compiles the fused multiply-add: the same bits)"
     return "arithmetic  none (NumPy is not installed)"
 
 
