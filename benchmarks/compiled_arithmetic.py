@@ -32,6 +32,7 @@ def functions(repeats, size):
     rng = np.random.default_rng(0)
     a, b, c = (rng.standard_normal(size).astype(np.float32) for _ in range(3))
     x = (rng.standard_normal(size) * 30).astype(np.float32)
+
     def whole_exp():
         return np.exp2((x * compiled.LOG2_E).astype(np.float64)).astype(np.float32)
 
