@@ -38,6 +38,7 @@ from collections import OrderedDict
 import numpy as np
 
 from . import program_axis, special_registers
+from .steps import BUILDER, Guard, SequenceOf, Slot, TensorOf, slots_in
 
 __all__ = ["Miss", "Recorder", "Trace", "key", "traces", "keep", "clear", "tracing_builder_class",
            "recording_class", "recorded"]
@@ -56,46 +57,6 @@ _RECORDING = None
 
 class Miss(Exception):
     """A replayed guard read another value than the trace's: the body must run."""
-
-
-class _Slot:
-    __slots__ = ("index",)
-
-    def __init__(self, index):
-        self.index = index
-
-
-class _Tensor:
-    """A ``tl.tensor`` (or a subclass of its constructor: ``program_range``'s loop index) around the
-    handle of a slot."""
-    __slots__ = ("index", "type", "kind")
-
-    def __init__(self, index, type, kind):
-        self.index, self.type, self.kind = index, type, kind
-
-
-class _Sequence:
-    """A list or tuple holding slots."""
-    __slots__ = ("kind", "items")
-
-    def __init__(self, kind, items):
-        self.kind, self.items = kind, items
-
-
-class _Builder:
-    """Where a step takes the builder object (the first argument of a builder method)."""
-
-
-_BUILDER = _Builder()
-
-
-class _Guard:
-    """A step that reads a slot's value back into Python (``program_axis.truth`` or ``index``), and
-    the slots a replay lets go after it."""
-    __slots__ = ("read", "index", "value", "release")
-
-    def __init__(self, read, index, value, release=()):
-        self.read, self.index, self.value, self.release = read, index, value, release
 
 
 @functools.lru_cache(maxsize=None)
@@ -206,18 +167,18 @@ class Recorder:
 
         interpreter = _interpreter()
         if isinstance(value, interpreter.TensorHandle) or type(value).__name__ == "TensorDescHandle":
-            return _Slot(self._slot_of(value))
+            return Slot(self._slot_of(value))
         if isinstance(value, tl.core.tensor):
             if type(value).__init__ is not tl.core.tensor.__init__:
                 raise _Unrecordable(f"a {type(value).__name__}")
-            return _Tensor(self._slot_of(value.handle), value.type, type(value))
+            return TensorOf(self._slot_of(value.handle), value.type, type(value))
         if isinstance(value, (list, tuple)) and type(value) in (list, tuple):
             items = [self._argument(item) for item in value]
-            if type(value) is tuple and not any(isinstance(i, (_Slot, _Tensor, _Sequence)) for i in items):
+            if type(value) is tuple and not any(isinstance(i, (Slot, TensorOf, SequenceOf)) for i in items):
                 return value
-            return _Sequence(type(value), items)
+            return SequenceOf(type(value), items)
         if isinstance(value, getattr(tl.core, "tuple", ())) and type(value) is not tuple:  # a tl.tuple of constants
-            if any(isinstance(self._argument(item), (_Slot, _Tensor, _Sequence)) for item in value.values):
+            if any(isinstance(self._argument(item), (Slot, TensorOf, SequenceOf)) for item in value.values):
                 raise _Unrecordable("a tl.tuple of tensors")
             return value
         if isinstance(value, tl.constexpr):
@@ -232,11 +193,11 @@ class Recorder:
 
         interpreter = _interpreter()
         if isinstance(value, interpreter.TensorHandle) or type(value).__name__ == "TensorDescHandle":
-            return _Slot(self._tag(value))
+            return Slot(self._tag(value))
         if isinstance(value, tl.core.tensor):
-            return _Slot(self._tag(value.handle)) if isinstance(value.handle, interpreter.TensorHandle) else None
+            return Slot(self._tag(value.handle)) if isinstance(value.handle, interpreter.TensorHandle) else None
         if type(value) in (list, tuple):
-            return _Sequence(type(value), [self._result(item) for item in value])
+            return SequenceOf(type(value), [self._result(item) for item in value])
         return None
 
     def call(self, function, args, kwargs, builder=None):
@@ -252,7 +213,7 @@ class Recorder:
             self.broken = str(exc)
             return function(*given, **kwargs)
         if builder is not None:
-            arguments = (_BUILDER,) + arguments
+            arguments = (BUILDER,) + arguments
         self.depth += 1
         try:
             result = function(*given, **kwargs)
@@ -266,7 +227,7 @@ class Recorder:
         if self.depth or self.broken is not None:
             return
         try:
-            self.steps.append(_Guard(read, self._slot_of(handle), value))
+            self.steps.append(Guard(read, self._slot_of(handle), value))
         except _Unrecordable as exc:
             self.broken = f"Python read {exc}"
 
@@ -275,28 +236,17 @@ class Recorder:
         return None if self.broken is not None else Trace(self, per_program)
 
 
-def _slots_in(template):
-    if isinstance(template, (_Slot, _Tensor)):
-        yield template.index
-    elif isinstance(template, _Sequence):
-        for item in template.items:
-            yield from _slots_in(item)
-    elif isinstance(template, (tuple, list)):
-        for item in template:
-            yield from _slots_in(item)
-
-
 def _only_a_constant(step):
     """Whether ``step`` is a builder operation of the ``UNIFORM`` rule that takes no slot and makes no
     handle (a type: ``get_block_ty``, ``get_int32_ty``): its value is a constant of the steps that
     use it, and a replay need not make it again."""
     from .batching_rules import UNIFORM, rule
 
-    if isinstance(step, _Guard) or step[3] is not None and any(True for _ in _slots_in(step[3])):
+    if isinstance(step, Guard) or step[3] is not None and any(True for _ in slots_in(step[3])):
         return False
     name = getattr(step[0], "__name__", None)
     return name is not None and rule(name) == UNIFORM and not name.startswith(("create_", "set_")) and \
-        not any(True for _ in _slots_in(step[1])) and not any(True for _ in _slots_in(tuple(step[2].values())))
+        not any(True for _ in slots_in(step[1])) and not any(True for _ in slots_in(tuple(step[2].values())))
 
 
 class Trace:
@@ -307,18 +257,18 @@ class Trace:
         recorder.steps = [step for step in recorder.steps if not _only_a_constant(step)]
         last = {}
         for number, step in enumerate(recorder.steps):
-            used = [step.index] if isinstance(step, _Guard) else \
-                list(_slots_in(step[1])) + list(_slots_in(tuple(step[2].values())))
+            used = [step.index] if isinstance(step, Guard) else \
+                list(slots_in(step[1])) + list(slots_in(tuple(step[2].values())))
             for slot in used:
                 last[slot] = number
-            if not isinstance(step, _Guard):
-                for slot in _slots_in(step[3]):
+            if not isinstance(step, Guard):
+                for slot in slots_in(step[3]):
                     last.setdefault(slot, number)  # made and never used: released at once
         releases = [[] for _ in recorder.steps]
         for slot, number in last.items():
             releases[number].append(slot)
-        self.steps = tuple(_Guard(step.read, step.index, step.value, tuple(releases[number]))
-                           if isinstance(step, _Guard) else
+        self.steps = tuple(Guard(step.read, step.index, step.value, tuple(releases[number]))
+                           if isinstance(step, Guard) else
                            (step[0], step[1], step[2], step[3], tuple(releases[number]))
                            for number, step in enumerate(recorder.steps))
 
@@ -333,26 +283,26 @@ class Trace:
 
         def resolve(item):
             kind = type(item)
-            if kind is _Slot:
+            if kind is Slot:
                 return values[item.index]
-            if kind is _Tensor:
+            if kind is TensorOf:
                 return item.kind(values[item.index], item.type)
-            if kind is _Sequence:
+            if kind is SequenceOf:
                 return item.kind(resolve(i) for i in item.items)
-            if kind is _Builder:
+            if item is BUILDER:
                 return builder
             return item
 
         def bind(template, result):
             kind = type(template)
-            if kind is _Slot:
+            if kind is Slot:
                 values[template.index] = result.handle if isinstance(result, make_tensor) else result
-            elif kind is _Sequence:
+            elif kind is SequenceOf:
                 for item, each in zip(template.items, result):
                     bind(item, each)
 
         for step in self.steps:
-            if type(step) is _Guard:
+            if type(step) is Guard:
                 try:
                     value = step.read(values[step.index])
                 except program_axis.Fallback:  # the body decides (a range may run its programs in lockstep)
