@@ -38,7 +38,7 @@ from collections import OrderedDict
 import numpy as np
 
 from . import program_axis, special_registers
-from .steps import BUILDER, Guard, SequenceOf, Slot, TensorOf, slots_in
+from .steps import BUILDER, Folded, Guard, SequenceOf, Slot, TensorOf, foldable, slots_in
 
 __all__ = ["Miss", "Recorder", "Trace", "key", "traces", "keep", "clear", "tracing_builder_class",
            "recording_class", "recorded"]
@@ -271,6 +271,12 @@ class Trace:
                            if isinstance(step, Guard) else
                            (step[0], step[1], step[2], step[3], tuple(releases[number]))
                            for number, step in enumerate(recorder.steps))
+        constants = set()  # slots made from constants alone: folded, made once for every replay
+        for step in self.steps:
+            if foldable(step, constants):
+                constants.add(step[3].index)
+        self.steps = tuple(Folded(step) if not isinstance(step, Guard) and type(step[3]) is Slot and
+                           step[3].index in constants else step for step in self.steps)
 
     def replay(self, builder, args):
         """The recorded steps on ``args``' handles (``Miss`` where a guard reads another value)."""
@@ -302,6 +308,15 @@ class Trace:
                     bind(item, each)
 
         for step in self.steps:
+            if type(step) is Folded:
+                if step.value is None:
+                    function, arguments, keywords = step.step[:3]
+                    made = function(*[resolve(a) for a in arguments], **{n: resolve(v) for n, v in keywords.items()})
+                    step.value = made.handle if isinstance(made, make_tensor) else made
+                values[step.index] = step.value
+                for slot in step.release:
+                    values[slot] = None
+                continue
             if type(step) is Guard:
                 try:
                     value = step.read(values[step.index])

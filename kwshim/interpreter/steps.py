@@ -5,10 +5,18 @@ arguments, in which a ``Slot`` stands for the handle a slot holds, a ``TensorOf`
 ``tl.tensor`` around it, a ``SequenceOf`` for a list or tuple of them and ``BUILDER`` for the builder
 object (anything else is a constant); ``out`` says which slots the result fills, and ``release``
 which slots the replay lets go after the step. A ``Guard`` is a step that reads a slot's value back
-into Python.
+into Python. A ``Folded`` step makes a handle from constants alone: the same handle every replay.
 """
 
-__all__ = ["Slot", "TensorOf", "SequenceOf", "BUILDER", "Guard", "slots_in"]
+from . import batching_rules
+
+__all__ = ["Slot", "TensorOf", "SequenceOf", "BUILDER", "Guard", "Folded", "foldable", "slots_in"]
+
+#: Operations on a block's shape that read nothing but their operands (``program_axis``'s).
+_SHAPES = ("create_splat", "create_make_range", "create_expand_dims", "create_broadcast")
+#: Adds and subtracts that may contract with a product into one fma: whether they do is the launch's
+#: own option (``enable_fp_fusion``), so they are made each time.
+_CONTRACTING = ("create_fadd", "create_fsub")
 
 
 class Slot:
@@ -62,3 +70,25 @@ def slots_in(template):
     elif isinstance(template, (tuple, list)):
         for item in template:
             yield from slots_in(item)
+
+
+class Folded:
+    """A step of constants alone (``foldable``): the handle it made at its first replay
+    (``value``) is every later replay's, so they make no new one."""
+    __slots__ = ("step", "index", "release", "value")
+
+    def __init__(self, step):
+        self.step, self.index, self.release, self.value = step, step[3].index, step[4], None
+
+
+def foldable(step, constants):
+    """Whether ``step`` makes one handle from constants and the slots in ``constants`` alone, by an
+    operation that reads nothing else: element-wise, a constant (``get_fp32``) or a shape."""
+    name = None if isinstance(step, Guard) else getattr(step[0], "__name__", None)
+    if name is None or type(step[3]) is not Slot or name in _CONTRACTING or step[1][:1] != (BUILDER,):
+        return False
+    kind = batching_rules.rule(name)
+    if not (kind == batching_rules.ELEMENT_WISE and name.startswith("create_") or name in _SHAPES or
+            kind == batching_rules.UNIFORM and name.startswith("get_")):
+        return False
+    return all(slot in constants for slot in slots_in((step[1][1:], tuple(step[2].values()))))
