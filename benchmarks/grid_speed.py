@@ -1,21 +1,25 @@
-"""Liger-Kernel's kernels under the switch, ``grid="sequential"`` against ``grid="batched"``, in one
-process, side by side, forward and backward apart, with the torch reference's time as the floor;
-each result (outputs and gradients) is checked bit for bit against the sequential one, and the
-fallback reasons are listed. On a CPU, Liger's backward kernels for rms_norm and layer_norm run one
-program (their grid is the device's SM count, 1 without a GPU): nothing to batch there. With
-``--device cuda`` they run under kwshim's virtual H200, as a suite that says "cuda" does: one
+"""Liger-Kernel's kernels under the switch, ``grid="sequential"`` against ``grid="batched"`` (whose
+later launches replay the first's trace), in one process, side by side, forward and backward apart,
+with and without ``kwshim[fast]`` (numba's fused multiply-add), beside torch's reference and the
+NumPy floor; each result (outputs and gradients) is checked bit for bit against the sequential one,
+and the fallback reasons are listed. On a CPU, Liger's backward kernels for rms_norm and layer_norm
+run one program (their grid is the device's SM count, 1 without a GPU): nothing to batch there.
+With ``--device cuda`` they run under kwshim's virtual H200, as a suite that says "cuda" does: one
 program per SM, 132, each looping over its block of rows.
 
     make venv suites   # once: .suites/liger_kernel-0.8.5
     TRITON_INTERPRET=1 PYTHONPATH=.triton/3.9.0:.suites/liger_kernel-0.8.5/src \\
-        .venv/bin/python benchmarks/grid_speed.py [--rows 256 2048] [--cols 1024] [--device cuda] \\
+        .venv/bin/python benchmarks/grid_speed.py [--rows 2 2048] [--cols 1024] [--device cuda] \\
         [--page docs/evidence/speed.md]
 
 ``make speed`` runs it and rewrites the docs site's speed page (``--page``) with the table, the
-date and the machine.
+date and the machine. Batched and batched without the extra run alternately, run by run, under one
+switch (which keeps its traces while it is on), then torch and the floor, alternately; each keeps
+only its last result alive, as a training loop does.
 """
 
 import argparse
+import contextlib
 import os
 import statistics
 import time
@@ -45,12 +49,18 @@ def _cases(rows, cols):
     def rms_ref(x, w):
         return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + 1e-6) * w
 
+    def cross_entropy(x, t):
+        return LigerCrossEntropyFunction.apply(x, t, None)[0]
+
+    def cross_entropy_ref(x, t):
+        return torch.nn.functional.cross_entropy(x.float(), t)
+
     return [
         ("rms_norm", lambda x, w: LigerRMSNormFunction.apply(x, w, 1e-6), rms_ref, (x, w), (_rms_floor, None)),
         ("swiglu", LigerSiLUMulFunction.apply, lambda a, b: torch.nn.functional.silu(a) * b, (gate, up),
          (_swiglu_floor, _swiglu_backward_floor)),
-        ("cross_entropy", lambda x, t: LigerCrossEntropyFunction.apply(x, t, None)[0],
-         lambda x, t: torch.nn.functional.cross_entropy(x, t), (x, target), (_cross_entropy_floor, None)),
+        ("cross_entropy", cross_entropy, cross_entropy_ref, (x, target), (_cross_entropy_floor, None)),
+        ("cross_entropy bf16", cross_entropy, cross_entropy_ref, (x.bfloat16(), target), (_cross_entropy_floor, None)),
         ("layer_norm", lambda x, w, b: LigerLayerNormFunction.apply(x, w, b, 1e-6),
          lambda x, w, b: torch.nn.functional.layer_norm(x, (cols,), w, b, 1e-6), (x, w, b), (_layer_norm_floor, None)),
         ("softmax", LigerSoftmaxFunction.apply, lambda x: torch.softmax(x, -1), (x,),
@@ -106,15 +116,37 @@ def _softmax_backward_floor(x):
 
 def _median(runs, measure):
     """The median of ``runs`` measurements (each a tuple of seconds, None where nothing was timed),
-    element by element, and the last run's other results."""
-    results = [measure() for _ in range(runs)]
-    return tuple(None if results[0][0][i] is None else statistics.median(times[i] for times, _ in results)
-                 for i in range(2)), results[-1][1]
+    element by element, and the last run's other results (only the last is kept alive)."""
+    return _alternating(runs, measure)[0]
+
+
+def _alternating(runs, *measures):
+    """``_median`` of each of ``measures``, run alternately, run by run."""
+    times, last = [[] for _ in measures], [None] * len(measures)
+    for _ in range(runs):
+        for index, measure in enumerate(measures):
+            seconds, last[index] = measure()
+            times[index].append(seconds)
+    return [(tuple(None if runs_of[0][i] is None else statistics.median(t[i] for t in runs_of) for i in range(2)),
+             last[index]) for index, runs_of in enumerate(times)]
+
+
+@contextlib.contextmanager
+def _without_fast():
+    """The NumPy code where ``kwshim[fast]`` would compile (the fused multiply-add): the same bits."""
+    from kwshim.interpreter import compiled
+
+    made = compiled.fma_ufunc
+    compiled.fma_ufunc = lambda: None
+    try:
+        yield
+    finally:
+        compiled.fma_ufunc = made
 
 
 def _floor_seconds(floors, inputs):
-    """Seconds for the NumPy floor's forward and backward (None where there is none)."""
-    arrays = [t.numpy() for t in inputs]
+    """Seconds for the NumPy floor's forward and backward (None where there is none), in fp32."""
+    arrays = [(t.float() if t.is_floating_point() else t).numpy() for t in inputs]
     seconds = []
     for floor in floors:
         if floor is None:
@@ -141,50 +173,71 @@ def _same_bits(a, b):
     return all(torch.equal(x.reshape(-1).view(torch.uint8), y.reshape(-1).view(torch.uint8)) for x, y in zip(a, b))
 
 
+def _milliseconds(seconds):
+    return f"{seconds * 1e3:.2f} ms" if seconds < 0.1 else f"{seconds * 1e3:.0f} ms"
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--rows", type=int, nargs="+", default=[256, 2048])
+    parser.add_argument("--rows", type=int, nargs="+", default=[2, 2048])
     parser.add_argument("--cols", type=int, default=1024)
     parser.add_argument("--device", choices=["cuda"], help="run the kernels on kwshim's virtual device")
     parser.add_argument("--repeats", type=int, default=5, help="runs of batched, torch and the floor (median)")
     parser.add_argument("--sequential-repeats", type=int, default=1, help="runs of sequential (median)")
     parser.add_argument("--page", help="rewrite the speed table between this page's markers")
     arguments = parser.parse_args()
-    table = ["| Liger kernel | pass | rows (= programs) | sequential | batched | speed-up | torch (CPU) "
-             "| batched / torch | NumPy floor | batched / floor | floor / torch | same bits |",
+    from kwshim.interpreter import compiled
+
+    fast = compiled.engine() == "numba"
+    table = ["| Liger kernel | pass | rows (= programs) | sequential | batched | speed-up | without kwshim[fast] "
+             "| torch (CPU) | NumPy floor | batched / floor | batched - floor | same bits |",
              "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
     device = arguments.device
     settings = {"device": device} if device else {}
-    print(f"medians of {arguments.repeats} runs ({arguments.sequential_repeats} sequential)")
-    print(f"{'kernel':<15}{'pass':>5}{'rows':>6}{'sequential':>12}{'batched':>10}{'speed-up':>10}{'torch':>9}"
-          f"{'batched/torch':>15}{'NumPy floor':>13}{'batched/floor':>15}{'floor/torch':>13}  same bits")
+    print(f"medians of {arguments.repeats} runs ({arguments.sequential_repeats} sequential); kwshim[fast]: "
+          f"{'numba' if fast else 'not installed'}")
+    print(f"{'kernel':<19}{'pass':>5}{'rows':>6}{'sequential':>12}{'batched':>11}{'speed-up':>9}{'no fast':>11}"
+          f"{'torch':>10}{'floor':>10}{'batched/floor':>14}{'batched-floor':>14}  same bits")
     for rows in arguments.rows:
         for name, function, reference, inputs, floors in _cases(rows, arguments.cols):
-            with kwshim.activate(grid="batched", **settings):
-                _forward_backward(function, inputs, device)  # warm: kernels made, autotuned, cached
-                batched, batched_out = _median(arguments.repeats, lambda: _forward_backward(function, inputs, device))
+            def batched_run():
+                return _forward_backward(function, inputs, device)
+
+            def plain_run():
+                with _without_fast():
+                    return batched_run()
+
+            with kwshim.activate(grid="batched", **settings):  # on throughout: its traces are kept while it is
+                batched_run()  # warm: kernels made, autotuned, traced, cached
+                plain_run()
+                (batched, batched_out), (plain, plain_out) = _alternating(arguments.repeats, batched_run, plain_run)
             with kwshim.activate(grid="sequential", **settings):
                 sequential, sequential_out = _median(arguments.sequential_repeats,
                                                      lambda: _forward_backward(function, inputs, device))
-            torch_time, _ = _median(arguments.repeats, lambda: _forward_backward(reference, inputs))
-            floor, _ = _median(arguments.repeats, lambda: _floor_seconds(floors, inputs))
-            same = "yes" if _same_bits(sequential_out, batched_out) else "NO"
+            (torch_time, _), (floor, _) = _alternating(arguments.repeats, lambda: _forward_backward(reference, inputs),
+                                                       lambda: _floor_seconds(floors, inputs))
+            same = "yes" if _same_bits(sequential_out, batched_out) and _same_bits(sequential_out, plain_out) else "NO"
             for index, direction in enumerate(("fwd", "bwd")):
-                line = (f"{name:<15}{direction:>5}{rows:>6}{sequential[index] * 1e3:>10.0f}ms"
-                        f"{batched[index] * 1e3:>8.0f}ms{sequential[index] / batched[index]:>9.1f}x"
-                        f"{torch_time[index] * 1e3:>7.1f}ms{batched[index] / torch_time[index]:>14.1f}x")
+                if direction == "bwd" and (name.startswith("cross_entropy") or  # its gradient: in the forward
+                                           name in ("rms_norm", "layer_norm") and not device):  # one program
+                    continue
+                line = (f"{name:<19}{direction:>5}{rows:>6}{sequential[index] * 1e3:>10.1f}ms"
+                        f"{batched[index] * 1e3:>9.2f}ms{sequential[index] / batched[index]:>8.0f}x"
+                        f"{plain[index] * 1e3:>9.2f}ms{torch_time[index] * 1e3:>8.2f}ms")
+                kind = "backward" if direction == "bwd" else \
+                    "forward (and gradient)" if name.startswith("cross_entropy") else "forward"
+                cells = [name, kind, rows, _milliseconds(sequential[index]),
+                         _milliseconds(batched[index]), f"{sequential[index] / batched[index]:.0f}x",
+                         _milliseconds(plain[index]), _milliseconds(torch_time[index])]
                 if floor[index] is None:
-                    line += f"{'':>13}{'':>15}{'':>13}"
+                    line += f"{'':>10}{'':>14}{'':>14}"
+                    cells += ["", "", ""]
                 else:
-                    line += (f"{floor[index] * 1e3:>11.1f}ms{batched[index] / floor[index]:>14.1f}x"
-                             f"{floor[index] / torch_time[index]:>12.1f}x")
+                    line += (f"{floor[index] * 1e3:>8.2f}ms{batched[index] / floor[index]:>13.1f}x"
+                             f"{(batched[index] - floor[index]) * 1e3:>12.2f}ms")
+                    cells += [_milliseconds(floor[index]), f"{batched[index] / floor[index]:.1f}x",
+                              _milliseconds(batched[index] - floor[index])]
                 print(line + f"  {same}")
-                cells = [name, direction, rows, f"{sequential[index] * 1e3:.0f} ms", f"{batched[index] * 1e3:.0f} ms",
-                         f"{sequential[index] / batched[index]:.0f}x", f"{torch_time[index] * 1e3:.1f} ms",
-                         f"{batched[index] / torch_time[index]:.0f}x"]
-                cells += ["", "", ""] if floor[index] is None else [
-                    f"{floor[index] * 1e3:.1f} ms", f"{batched[index] / floor[index]:.0f}x",
-                    f"{floor[index] / torch_time[index]:.1f}x"]
                 table.append("| " + " | ".join(str(cell) for cell in cells + [same]) + " |")
     reasons = grid_module.fallback_reasons()
     print(f"\nkernels that fell back to the loop: {len(reasons)}")
@@ -196,9 +249,10 @@ def main():
         sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "measure"))
         import evidence
 
-        heading = (f"{evidence.stamp('make speed')} Triton {__import__('triton').__version__}, fp32, "
-                   f"{arguments.cols} columns; medians of {arguments.repeats} runs ({arguments.sequential_repeats} "
-                   f"sequential); kernels that fell back to the loop: {len(reasons)}.")
+        heading = (f"{evidence.stamp('make speed')} Triton {__import__('triton').__version__}, fp32 (cross entropy "
+                   f"bf16 too), {arguments.cols} columns; medians of {arguments.repeats} runs "
+                   f"({arguments.sequential_repeats} sequential); kwshim[fast]: "
+                   f"{'numba' if fast else 'not installed'}; kernels that fell back to the loop: {len(reasons)}.")
         evidence.rewrite(arguments.page, "speed", heading + "\n\n" + "\n".join(table))
 
 

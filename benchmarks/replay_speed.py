@@ -25,15 +25,6 @@ import grid_speed  # noqa: E402
 _ONE_PROGRAM_BACKWARD = ("rms_norm", "layer_norm")
 
 
-def _cases(rows, cols):
-    cases = grid_speed._cases(rows, cols)
-    for name, function, reference, inputs, floors in list(cases):
-        if name == "cross_entropy":
-            x, target = inputs
-            cases.append(("cross_entropy bf16", function, reference, (x.bfloat16(), target), floors))
-    return cases
-
-
 def _run(function, inputs, backward):
     if backward:
         return grid_speed._forward_backward(function, inputs)
@@ -67,7 +58,7 @@ def main():
     print(f"{'kernel':<20}{'pass':>5}{'rows':>6}{'body':>11}{'replayed':>11}{'body/replay':>13}"
           f"{'NumPy floor':>13}{'replayed/floor':>16}  same bits")
     for rows in arguments.rows:
-        for name, function, _, inputs, floors in _cases(rows, arguments.cols):
+        for name, function, _, inputs, floors in grid_speed._cases(rows, arguments.cols):
             backward = name not in _ONE_PROGRAM_BACKWARD and not name.startswith("cross_entropy")
             with kwshim.activate(grid="sequential"):
                 _, sequential = _run(function, inputs, backward)
