@@ -76,6 +76,21 @@ class _Unrecordable(Exception):
     pass
 
 
+_ENVIRONMENT = (None, ())  #: a copy of the environment last read, and its TRITON_* variables
+
+
+def _knobs():
+    """The ``TRITON_*`` environment variables, sorted: read again only where the environment changed
+    (a comparison of ``os.environ``'s own dict with a copy, where it has one, costs less than
+    reading every variable through ``os.environ`` each launch)."""
+    global _ENVIRONMENT
+    data = getattr(os.environ, "_data", None)
+    if data is None or data != _ENVIRONMENT[0]:
+        _ENVIRONMENT = (None if data is None else dict(data),
+                        tuple(sorted(item for item in os.environ.items() if item[0].startswith("TRITON_"))))
+    return _ENVIRONMENT[1]
+
+
 def key(fn, builder, args):
     """The specialization of a launch: what, besides the guards, steers the kernel's body (the
     builder's class and options, Triton's environment variables, the arguments); None where an
@@ -87,8 +102,7 @@ def key(fn, builder, args):
         hash(options)
     except TypeError:
         options = repr(options)
-    knobs = tuple(sorted(item for item in os.environ.items() if item[0].startswith("TRITON_")))
-    parts = [fn, type(builder), options, knobs, special_registers.launch_warps]  # tl.extra.cuda.num_warps()
+    parts = [fn, type(builder), options, _knobs(), special_registers.launch_warps]  # tl.extra.cuda.num_warps()
     for name, value in args.items():
         if isinstance(value, tl.core.tensor):
             handle = value.handle
