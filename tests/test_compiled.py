@@ -81,9 +81,11 @@ def test_the_compiled_fma_rounds_as_the_numpy_fma(dtype):
 
 def test_exp_and_exp2_chunk_by_chunk_give_whole_array_passes_bits_and_the_c_librarys():
     """The chunks (``_through_fp64``) change nothing: every block size around a chunk's edge, strided
-    and broadcast blocks, 4M bit patterns; and NumPy's SIMD ``exp2`` rounds to the fp32 of the C
-    library's scalar ``exp2`` (``math.exp2``)."""
-    from kwshim.interpreter.gpu_arithmetic import _CHUNK, exp_approximation, flushed, flushing_approximation
+    and broadcast blocks, 4M bit patterns; ``tl.exp2`` without the input flush gives the flushed
+    bits; and NumPy's SIMD ``exp2`` rounds to the fp32 of the C library's scalar ``exp2``
+    (``math.exp2``)."""
+    from kwshim.interpreter.gpu_arithmetic import (_CHUNK, exp2_approximation, exp_approximation, flushed,
+                                                   flushing_approximation)
 
     def whole_exp(x):
         return np.exp2((x * compiled.LOG2_E).astype(np.float64)).astype(np.float32)
@@ -95,13 +97,16 @@ def test_exp_and_exp2_chunk_by_chunk_give_whole_array_passes_bits_and_the_c_libr
     every_pattern_kind = rng.integers(0, 2 ** 32, 4_000_000, dtype=np.uint64).astype(np.uint32).view(np.float32)
     in_range = (rng.random(4_000_000) * 300 - 160).astype(np.float32)  # where exp and exp2 are neither 0 nor inf
     subnormal_results = (rng.random(100_000) * 30 - 150).astype(np.float32)
-    blocks = [every_pattern_kind, in_range, subnormal_results, np.array(EDGES, dtype=np.float32),
+    subnormal_inputs = np.arange(1, 2 ** 23, 97, dtype=np.uint32).view(np.float32)  # and their negatives
+    subnormal_inputs = np.concatenate([subnormal_inputs, -subnormal_inputs])
+    blocks = [every_pattern_kind, in_range, subnormal_results, subnormal_inputs, np.array(EDGES, np.float32),
               in_range[:_CHUNK - 1], in_range[:_CHUNK + 1], in_range[:3 * _CHUNK].reshape(3, _CHUNK)[:, ::2],
               np.broadcast_to(in_range[:1024], (64, 1024)), np.float32(3.5).reshape(()), in_range[:0]]
     with np.errstate(all="ignore"):
         for x in blocks:
             _assert_same_bits(exp_approximation(x), whole_exp(x))
             _assert_same_bits(flushing_approximation(np.exp2, True, x), whole_exp2(x))
+            _assert_same_bits(exp2_approximation(x), whole_exp2(x))  # no input flush, results where small
             assert exp_approximation(x).shape == x.shape
         for function in (np.sqrt, np.sin, np.cos):
             x = in_range.reshape(2000, 2000)

@@ -38,7 +38,7 @@ from . import compiled
 from .fma import fma
 
 __all__ = ["arithmetic_class", "requested_fusion", "fusion_enabled", "flushed", "subnormal", "exp_approximation",
-           "flushing_approximation"]
+           "exp2_approximation", "flushing_approximation"]
 
 _INTERPRETER = "triton.runtime.interpreter"
 
@@ -125,10 +125,10 @@ def _fma_chain_dot(a, b, d, accumulator):
 
 
 #: builder method: (the exact function, whether subnormal results are zero too): the ``.ftz``
-#: approximations (``ex2``, ``sqrt``, ``sin``, ``cos``) read subnormal inputs as zeros;
-#: ``tl.sqrt_rn`` is the exact square root.
-_FLUSHING_APPROXIMATIONS = {"create_exp2": (np.exp2, True), "create_sqrt": (np.sqrt, True),
-                            "create_sin": (np.sin, False), "create_cos": (np.cos, False)}
+#: approximations (``ex2``: ``exp2_approximation``, ``sqrt``, ``sin``, ``cos``) read subnormal
+#: inputs as zeros; ``tl.sqrt_rn`` is the exact square root.
+_FLUSHING_APPROXIMATIONS = {"create_sqrt": (np.sqrt, True), "create_sin": (np.sin, False),
+                            "create_cos": (np.cos, False)}
 
 
 #: Elements per chunk of an fp32 function computed in fp64 (``_through_fp64``): a chunk's fp64
@@ -166,6 +166,20 @@ def exp_approximation(data):
     """fp32 ``tl.exp``: ``ex2.approx`` of ``x * log2(e)``, the product rounded to fp32, modelled as
     ``exp2`` in fp64 rounded to fp32."""
     return _through_fp64(np.exp2, data, prepare=_times_log2_e)
+
+
+def exp2_approximation(data):
+    """fp32 ``tl.exp2``: ``ex2.approx.ftz``, modelled as ``exp2`` in fp64 rounded to fp32, subnormal
+    results zeros. A subnormal input needs no flush: ``2 ** x`` rounds to 1 in fp64 for
+    ``|x| < 2 ** -126``, as ``2 ** 0`` does. A chunk's results are flushed only where the smallest
+    is below fp32's smallest normal (``flushing_approximation(np.exp2, True, data)``'s bits, at about
+    half its time)."""
+    return _through_fp64(np.exp2, data, finish=_flushed_if_small)
+
+
+def _flushed_if_small(results):
+    """Non-negative (or NaN) ``results`` with subnormals made zeros: a look at the least, first."""
+    return flushed(results) if np.fmin.reduce(results) < _SMALLEST_NORMAL else results
 
 
 def flushing_approximation(function, flush_result, data):
@@ -245,6 +259,12 @@ def arithmetic_class(base):
                 return base.create_exp(self, arg)
             with np.errstate(over="ignore", invalid="ignore"):
                 return TensorHandle(exp_approximation(arg.data), arg.dtype.scalar)
+
+        def create_exp2(self, arg):  # ex2.approx.ftz
+            if arg.data.dtype != np.float32:
+                return base.create_exp2(self, arg)
+            with np.errstate(over="ignore", invalid="ignore"):
+                return TensorHandle(exp2_approximation(arg.data), arg.dtype.scalar)
 
         def create_erf(self, arg):  # the GPU's erf flushes subnormal results to zero
             result = base.create_erf(self, arg)
