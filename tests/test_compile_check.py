@@ -249,6 +249,53 @@ def test_a_jitted_function_given_as_a_constexpr_compiles_as_its_jit_function():
     assert y.tolist() == (2 * x).tolist()
 
 
+CLOCK_KERNEL = """
+import triton
+import triton.language as tl
+from triton.language.extra.cuda import globaltimer
+
+
+@triton.jit
+def clocked(out_ptr):
+    start = globaltimer()
+    tl.store(out_ptr, start)
+    tl.store(out_ptr + 1, globaltimer())
+"""
+
+
+def test_a_special_register_bound_by_name_while_the_switch_is_on_compiles_as_tl_extra_cudas(tmp_path, monkeypatch):
+    (tmp_path / "clock_bound_while_on.py").write_text(CLOCK_KERNEL)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    out = torch.zeros(2, dtype=torch.int64)
+    with kwshim.activate(compile="check"):
+        module = importlib.import_module("clock_bound_while_on")  # binds kwshim's replacement of globaltimer
+        compiled = module.clocked[(1,)](out)
+    assert "%globaltimer" in compiled.asm["ptx"]
+    assert 0 < out[0] <= out[1]
+
+
+@triton.jit
+def _clocked(out_ptr, CLOCK: tl.constexpr):
+    start = CLOCK()
+    tl.store(out_ptr, start)
+    tl.store(out_ptr + 1, CLOCK())
+
+
+def test_a_special_register_given_as_a_constexpr_compiles_as_tl_extra_cudas():
+    """Read under the switch, ``tl.extra.cuda.globaltimer`` is kwshim's replacement (which answers
+    in the interpreter); compiled Triton is given the original, whose inline assembly it emits."""
+    out = torch.zeros(2, dtype=torch.int64)
+    with kwshim.activate(compile="check"):
+        clock = tl.extra.cuda.globaltimer
+        try:
+            compiled = _clocked[(1,)](out, clock)
+        except TypeError as refused:  # 3.0's compiled Triton takes no function as a constexpr, on a GPU neither
+            assert str(refused) == "Callable constexpr at index CLOCK is not supported"
+            return
+    assert "%globaltimer" in compiled.asm["ptx"]
+    assert 0 < out[0] <= out[1]
+
+
 BARE_FIRST = """
 import warnings
 import torch, triton, triton.language as tl

@@ -60,10 +60,15 @@ def compiled_for_launch(fn, grid, args, kwargs, gpu, options=None):
         jit, driver = _target_function(fn, options), _driver_scope(gpu)
         interpreted = compat.kernel_classes().interpreted or ()  # isinstance(value, ()): never
         given = [value for value in list(args) + list(kwargs.values()) if isinstance(value, interpreted)]
-        if given:  # a jitted function given as a constexpr argument: compiled Triton takes its JITFunction
-            args = tuple(_target_of(value) if isinstance(value, interpreted) else value for value in args)
-            kwargs = {name: _target_of(value) if isinstance(value, interpreted) else value
-                      for name, value in kwargs.items()}
+        replaced = _replaced()
+        if given or any(id(value) in replaced for value in list(args) + list(kwargs.values())):
+            # a jitted function given as a constexpr argument: compiled Triton takes its JITFunction;
+            # a function kwshim replaced (tl.extra.cuda.globaltimer): the original
+            def compiled_sees(value):
+                return _target_of(value) if isinstance(value, interpreted) else replaced.get(id(value), value)
+
+            args = tuple(compiled_sees(value) for value in args)
+            kwargs = {name: compiled_sees(value) for name, value in kwargs.items()}
         functions = [jit] + [_target_of(value) for value in given]
         if all(getattr(function, "looked_up", False) for function in functions):
             try:
@@ -83,6 +88,14 @@ def compiled_for_launch(fn, grid, args, kwargs, gpu, options=None):
             function.looked_up = True
         _remember(kernel)
         return kernel
+
+
+def _replaced():
+    """{id(a replacement kwshim made while the switch is on): what compiled Triton sees instead}: the
+    libdevice functions' CPU implementations, and ``tl.extra.cuda``'s special registers."""
+    from ..interpreter import libdevice, special_registers
+
+    return {**libdevice.originals(), **special_registers.originals()}
 
 
 def _target_of(interpreted):
@@ -200,13 +213,12 @@ def _helper_swaps(roots):
     ``roots`` (functions): in the globals and closure of each, and of each helper found
     (transitively), the modules those globals name (``op.exp``: one level, not the modules those import),
     ``triton.language``'s modules, and the tensor methods that call one; and, in the same
-    namespaces, the libdevice function for each of kwshim's CPU implementations of one."""
+    namespaces, the original for each of kwshim's replacements of a libdevice or ``tl.extra.cuda``
+    function (``_replaced``)."""
     interpreted = compat.kernel_classes().interpreted
     if interpreted is None:
         return []
-    from ..interpreter.libdevice import originals
-
-    libdevice = originals()  # a CPU implementation bound by name while the switch was on: the original
+    libdevice = _replaced()  # a CPU implementation bound by name while the switch was on: the original
     swaps, seen_namespaces, seen_functions = [], set(), set()
     pending = list(roots) + _language_modules()
 

@@ -25,7 +25,7 @@ import numpy as np
 
 from .language_patch import front_end, front_end_keyword
 
-__all__ = ["read", "install", "launch_warps", "SMS"]
+__all__ = ["read", "install", "originals", "launch_warps", "SMS"]
 
 _INTERPRETER = "triton.runtime.interpreter"
 _MODULES = ("triton.language.extra.cuda", "triton.language.extra.cuda.utils")
@@ -67,8 +67,31 @@ class _Results:
         return self._handles[index]
 
 
-def _through_front_end(stub, keyword):
+#: {id(a replacement ``install`` made): (the replacement, the ``tl.extra.cuda`` function it stands
+#: for)}: one replacement per function, made once, kept (so that no id is reused).
+_MADE: dict = {}
+
+
+def originals():
+    """{id(a replacement ``install`` made): the ``tl.extra.cuda`` function it stands for}: what compiled
+    Triton must see where a kernel was given one (``func: tl.constexpr``) or bound it by name."""
+    return {key: original for key, (_, original) in _MADE.items()}
+
+
+def _replacement(original, make):
+    """The one replacement ``make(original)`` of ``original``."""
+    for replacement, stood_for in _MADE.values():
+        if stood_for is original:
+            return replacement
+    replacement = make(original)
+    _MADE[id(replacement)] = (replacement, original)
+    return replacement
+
+
+def _through_front_end(stub):
     """``stub`` (a ``tl.extra.cuda`` function) run with the interpreter's front end."""
+    keyword = front_end_keyword(stub)
+
     def function(*args, **ignored):
         return stub(*args, **{keyword: front_end(keyword)})
 
@@ -76,16 +99,22 @@ def _through_front_end(stub, keyword):
     return function
 
 
-def _warps(*args, **ignored):
-    import triton.language as tl
+def _warps(original):
+    def num_warps(*args, **ignored):
+        import triton.language as tl
 
-    return tl.constexpr(4 if launch_warps is None else launch_warps)
+        return tl.constexpr(4 if launch_warps is None else launch_warps)
+
+    return num_warps
 
 
-def _threads(*args, **ignored):
-    import triton.language as tl
+def _threads(original):
+    def num_threads(*args, **ignored):
+        import triton.language as tl
 
-    return tl.constexpr(32 * (4 if launch_warps is None else launch_warps))
+        return tl.constexpr(32 * (4 if launch_warps is None else launch_warps))
+
+    return num_threads
 
 
 def _modules():
@@ -112,9 +141,9 @@ def install(patch):
     for module in _modules():
         for name in ("globaltimer", "smid"):
             stub = vars(module).get(name)
-            keyword = front_end_keyword(stub) if callable(stub) else None
-            if keyword is not None:
-                patch.setattr(module, name, _through_front_end(stub, keyword))
-        for name, function in (("num_warps", _warps), ("num_threads", _threads)):
-            if callable(vars(module).get(name)):
-                patch.setattr(module, name, function)
+            if callable(stub) and front_end_keyword(stub) is not None:
+                patch.setattr(module, name, _replacement(stub, _through_front_end))
+        for name, make in (("num_warps", _warps), ("num_threads", _threads)):
+            original = vars(module).get(name)
+            if callable(original):
+                patch.setattr(module, name, _replacement(original, make))
