@@ -146,11 +146,15 @@ LIBRARIES = {
 }
 
 
-def environment(source, release):
+def environment(source, release, cache=None):
+    """The suite's environment: the release on the path, the interpreter on, and ``cache`` as Triton's
+    cache directory where the caller gives none (``TRITON_CACHE_DIR``)."""
     env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
     env["PYTHONPATH"] = os.pathsep.join([os.path.join(source, "src"), source, ROOT,
                                          os.path.join(ROOT, ".triton", release)])
     env["TRITON_INTERPRET"] = "1"
+    if cache is not None:
+        env.setdefault("TRITON_CACHE_DIR", cache)
     return env
 
 
@@ -301,9 +305,10 @@ def main(argv=None):
     unit = "test function" if library.per_function else "file"
     lines = [f"{evidence.stamp('make suites')} {library.title}, the first {options.per_file} tests of each {unit}, "
              f"on the CPU interpreter.", ""]
+    cache = tempfile.TemporaryDirectory(prefix="kwshim-suites-triton-cache-")  # a run's own: no stale entries
     for release in options.releases:
         install("triton", release, os.path.join(ROOT, ".triton", release))
-        env = environment(source, release)
+        env = environment(source, release, os.path.join(cache.name, release))
         names = [HEADINGS[mode] + ("" if len(options.grids) == 1 or mode == "bare" else f" `--kwshim-grid {grid}`")
                  for mode, grid in columns]
         rows = ["| file | " + " | ".join(f"{name}: passed/failed/skipped | failures by class" for name in names) + " |",
