@@ -59,9 +59,9 @@ def compiled_for_launch(fn, grid, args, kwargs, gpu, options=None):
     with _LOCK:
         jit, driver = _target_function(fn, options), _driver_scope(gpu)
         interpreted = compat.kernel_classes().interpreted or ()  # isinstance(value, ()): never
-        given = [value for value in list(args) + list(kwargs.values()) if isinstance(value, interpreted)]
-        replaced = _replaced()
-        if given or any(id(value) in replaced for value in list(args) + list(kwargs.values())):
+        values, replaced = list(args) + list(kwargs.values()), _replaced()
+        given = [value for value in values if isinstance(value, interpreted)]
+        if given or any(id(value) in replaced for value in values):
             # a jitted function given as a constexpr argument: compiled Triton takes its JITFunction;
             # a function kwshim replaced (tl.extra.cuda.globaltimer): the original
             def compiled_sees(value):
@@ -218,7 +218,7 @@ def _helper_swaps(roots):
     interpreted = compat.kernel_classes().interpreted
     if interpreted is None:
         return []
-    libdevice = _replaced()  # a CPU implementation bound by name while the switch was on: the original
+    replaced = _replaced()  # a replacement bound by name while the switch was on: the original
     swaps, seen_namespaces, seen_functions = [], set(), set()
     pending = list(roots) + _language_modules()
 
@@ -233,8 +233,8 @@ def _helper_swaps(roots):
         for name, value in list(names.items()):
             if isinstance(value, interpreted):
                 swaps.append((owner, name, target(value)))
-            elif id(value) in libdevice:
-                swaps.append((owner, name, libdevice[id(value)]))
+            elif id(value) in replaced:
+                swaps.append((owner, name, replaced[id(value)]))
             elif named_modules is not None and inspect.ismodule(value) and \
                     not str(vars(value).get("__name__", "")).startswith(_NOT_HELPERS):
                 named_modules.append(value)
