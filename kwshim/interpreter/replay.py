@@ -38,7 +38,7 @@ from collections import OrderedDict
 import numpy as np
 
 from . import program_axis, special_registers
-from .steps import BUILDER, Folded, Guard, SequenceOf, Slot, TensorOf, foldable, slots_in
+from .steps import BUILDER, Folded, Guard, SequenceOf, Slot, TensorOf, foldable, only_a_type, slots_in, slots_used
 
 __all__ = ["Miss", "Recorder", "Trace", "key", "traces", "keep", "clear", "tracing_builder_class",
            "recording_class", "recorded"]
@@ -250,30 +250,15 @@ class Recorder:
         return None if self.broken is not None else Trace(self, per_program)
 
 
-def _only_a_constant(step):
-    """Whether ``step`` is a builder operation of the ``UNIFORM`` rule that takes no slot and makes no
-    handle (a type: ``get_block_ty``, ``get_int32_ty``): its value is a constant of the steps that
-    use it, and a replay need not make it again."""
-    from .batching_rules import UNIFORM, rule
-
-    if isinstance(step, Guard) or step[3] is not None and any(True for _ in slots_in(step[3])):
-        return False
-    name = getattr(step[0], "__name__", None)
-    return name is not None and rule(name) == UNIFORM and not name.startswith(("create_", "set_")) and \
-        not any(True for _ in slots_in(step[1])) and not any(True for _ in slots_in(tuple(step[2].values())))
-
-
 class Trace:
     """A recorded run of a kernel's body, replayed on another launch's arguments (see the module)."""
 
     def __init__(self, recorder, per_program):
         self.size, self.inputs, self.per_program = recorder.size, tuple(recorder.inputs), per_program
-        recorder.steps = [step for step in recorder.steps if not _only_a_constant(step)]
+        recorder.steps = [step for step in recorder.steps if not only_a_type(step)]
         last = {}
         for number, step in enumerate(recorder.steps):
-            used = [step.index] if isinstance(step, Guard) else \
-                list(slots_in(step[1])) + list(slots_in(tuple(step[2].values())))
-            for slot in used:
+            for slot in slots_used(step):
                 last[slot] = number
             if not isinstance(step, Guard):
                 for slot in slots_in(step[3]):

@@ -10,7 +10,8 @@ into Python. A ``Folded`` step makes a handle from constants alone: the same han
 
 from . import batching_rules
 
-__all__ = ["Slot", "TensorOf", "SequenceOf", "BUILDER", "Guard", "Folded", "foldable", "slots_in"]
+__all__ = ["Slot", "TensorOf", "SequenceOf", "BUILDER", "Guard", "Folded", "foldable", "only_a_type", "slots_in",
+           "slots_used"]
 
 #: Operations on a block's shape that read nothing but their operands (``program_axis``'s).
 _SHAPES = ("create_splat", "create_make_range", "create_expand_dims", "create_broadcast")
@@ -72,6 +73,24 @@ def slots_in(template):
             yield from slots_in(item)
 
 
+def slots_used(step):
+    """The slots ``step`` reads: a guard's, or those of a step's arguments and keywords."""
+    if isinstance(step, Guard):
+        return [step.index]
+    return list(slots_in((step[1], tuple(step[2].values()))))
+
+
+def only_a_type(step):
+    """Whether ``step`` is a builder operation of the ``UNIFORM`` rule that takes no slot and makes no
+    handle (a type: ``get_block_ty``, ``get_int32_ty``): its value is a constant of the steps that
+    use it, and a trace need not keep it."""
+    if isinstance(step, Guard) or step[3] is not None and any(True for _ in slots_in(step[3])):
+        return False
+    name = getattr(step[0], "__name__", None)
+    return name is not None and batching_rules.rule(name) == batching_rules.UNIFORM and \
+        not name.startswith(("create_", "set_")) and not slots_used(step)
+
+
 class Folded:
     """A step of constants alone (``foldable``): the handle it made at its first replay
     (``value``) is every later replay's, so they make no new one."""
@@ -91,4 +110,4 @@ def foldable(step, constants):
     if not (kind == batching_rules.ELEMENT_WISE and name.startswith("create_") or name in _SHAPES or
             kind == batching_rules.UNIFORM and name.startswith("get_")):
         return False
-    return all(slot in constants for slot in slots_in((step[1][1:], tuple(step[2].values()))))
+    return all(slot in constants for slot in slots_used(step))
