@@ -70,6 +70,7 @@ suites: venv
 	$(PY) measure/suites.py --page docs/evidence/suites.md
 	-$(PY) measure/suites.py --library fla --releases 3.6.0 --modes device --grids batched --timeout 700 --page docs/evidence/suites.md
 	-$(PY) measure/suites.py --library triton --releases 3.6.0 --per-file 2 --modes device compile --grids batched --timeout 1800 --page docs/evidence/suites.md
+	-$(PY) measure/suites.py --library triton --releases 3.6.0 --per-file 2 --modes bare device compile --grids batched --timeout 1800 --marker interpreter --page docs/evidence/suites.md
 
 # Liger-Kernel's kernels batched against Triton's loop, torch and the NumPy floor (Triton 3.9.0,
 # Liger from `make suites`' checkout); rewrites docs/evidence/speed.md.

@@ -17,6 +17,9 @@ every failure, and hold the device column to the H200's outcome for each test.
 
 For each test file the first ``--per-file`` tests run (each file in its own pytest process, with a
 time limit), in each mode, with Triton from ``.triton/<release>`` (installed as ``make test`` does).
+``--marker`` runs only the tests with that pytest marker (Triton's ``interpreter``: the subset
+upstream runs on its interpreter), into a table and outcome files of their own; Triton's tests run
+bare with ``--device cpu``, as upstream runs them there.
 ``--grids`` runs the kwshim modes under each ``--kwshim-grid`` given and compares their outcomes,
 test by test, and their wall time. The H200's outcomes (``measure/outcomes/h200-*.txt``, compiled
 Triton 3.6.0) are the reference for the device column: how many tests the H200 passes pass here,
@@ -47,10 +50,11 @@ OUTCOMES = os.path.join(ROOT, "measure", "outcomes")
 class Library:
     """A suite: where its tests come from, which files run, and the H200's outcomes for them."""
 
-    def __init__(self, name, title, files, outcomes, fetch, table="suites", per_function=False):
+    def __init__(self, name, title, files, outcomes, fetch, table="suites", per_function=False, bare=()):
         self.name, self.title, self.files, self.outcomes, self.fetch = name, title, files, outcomes, fetch
         self.marker = table  # its table's markers on the suites page
         self.per_function = per_function  # sample the first tests of each test function, not of each file
+        self.bare = list(bare)  # the bare interpreter's own options (Triton's: --device cpu, as upstream runs it)
 
     def test_files(self, source):
         """Its test files in the checkout ``source``, relative to it."""
@@ -142,7 +146,8 @@ LIBRARIES = {
                    "h200-flash_linear_attention-0.5.2.txt", fetch_fla, table="suites-fla"),
     "triton": Library("triton", f"Triton {TRITON_RELEASE}'s own language tests",
                       [f"{TRITON_TESTS}/test_{name}.py" for name in ("core", "standard", "random", "libdevice")],
-                      f"h200-triton-{TRITON_RELEASE}.txt", fetch_triton, table="suites-triton", per_function=True),
+                      f"h200-triton-{TRITON_RELEASE}.txt", fetch_triton, table="suites-triton", per_function=True,
+                      bare=["--device", "cpu"]),
 }
 
 
@@ -290,6 +295,8 @@ def main(argv=None):
                         help="the kwshim modes run under each (outcomes and wall time compared)")
     parser.add_argument("--timeout", type=int, default=300, help="seconds per file and mode")
     parser.add_argument("--files", nargs="*", help="test files (default: the library's)")
+    parser.add_argument("--marker", help="only the tests with this pytest marker (Triton's: interpreter); "
+                                         "its own table on the page and its own outcome files")
     parser.add_argument("--h200", action="store_true", help="record the H200's outcomes for the sample (on a GPU)")
     parser.add_argument("--workers", type=int, default=0, help="with --h200: pytest-xdist workers per file")
     parser.add_argument("--page", help="rewrite the library's table between its markers on this page "
@@ -303,8 +310,12 @@ def main(argv=None):
     files = options.files or library.test_files(source)
     columns = [(mode, grid) for mode in options.modes for grid in (["sequential"] if mode == "bare" else options.grids)]
     unit = "test function" if library.per_function else "file"
-    lines = [f"{evidence.stamp('make suites')} {library.title}, the first {options.per_file} tests of each {unit}, "
-             f"on the CPU interpreter.", ""]
+    selected = ["-m", options.marker] if options.marker else []
+    suffix = f"-{options.marker}" if options.marker else ""
+    lines = [f"{evidence.stamp('make suites')} {library.title}"
+             + (f" marked `{options.marker}`" if options.marker else "")
+             + f", the first {options.per_file} tests of each {unit}, on the CPU interpreter"
+             + (f" (bare: `{' '.join(library.bare)}`)." if library.bare and "bare" in options.modes else "."), ""]
     cache = tempfile.TemporaryDirectory(prefix="kwshim-suites-triton-cache-")  # a run's own: no stale entries
     for release in options.releases:
         install("triton", release, os.path.join(ROOT, ".triton", release))
@@ -318,10 +329,11 @@ def main(argv=None):
         for path in files:
             results, collected = {}, {}
             for mode, grid in columns:
-                extra = MODES[mode] + ([] if mode == "bare" else ["--kwshim-grid", grid])
+                extra = MODES[mode] + (library.bare if mode == "bare" else ["--kwshim-grid", grid])
                 if mode not in collected:  # once per mode: its grids run the same tests
-                    collected[mode] = collect(source, path, env, options.per_file, MODES[mode], library.per_function) \
-                        or collect(source, path, env, options.per_file, per_function=library.per_function)
+                    collected[mode] = collect(source, path, env, options.per_file, MODES[mode] + selected,
+                                              library.per_function) \
+                        or collect(source, path, env, options.per_file, selected, per_function=library.per_function)
                 if not collected[mode]:
                     break
                 results[mode, grid] = run_file(source, path, collected[mode], env, extra, options.timeout)
@@ -344,12 +356,13 @@ def main(argv=None):
                                                   for c in columns) + " |")
         lines += _summary(release, columns, totals, h200) + [""] + rows + [""]
         for (mode, grid), total in totals.items():  # each test's outcome, for comparisons after the run
-            with open(os.path.join(FOLDER, f"outcomes-{library.name}-{release}-{mode}-{grid}.txt"), "w") as handle:
+            with open(os.path.join(FOLDER, f"outcomes-{library.name}-{release}-{mode}-{grid}{suffix}.txt"),
+                      "w") as handle:
                 handle.writelines(f"{outcome} {node}\n" for node, outcome in sorted(total["outcomes"].items()))
     table = "\n".join(lines).rstrip() + "\n"
     print(table)
     if options.page:
-        evidence.rewrite(options.page, library.marker, table)
+        evidence.rewrite(options.page, library.marker + suffix, table)
     return 0
 
 
@@ -375,6 +388,11 @@ def _summary(release, columns, totals, h200):
                      + (f" ({', '.join(wrong)})" if wrong else "") + "; not run on the H200: "
                      f"{sum(node not in h200 for node in total['outcomes'])}; {total['seconds']:.0f} s summed "
                      f"over its files.")
+    bare = totals.get(("bare", "sequential"))
+    for (mode, grid), total in totals.items():
+        if bare is not None and mode != "bare":
+            lines.append(f"**Triton {release}, {HEADINGS[mode]} (grid {grid}) against bare**: {total['passed']} "
+                         f"passed, against {bare['passed']} bare.")
     for mode in ("kwshim", "device"):
         grids = [grid for m, grid in totals if m == mode]
         for grid in grids[1:]:
