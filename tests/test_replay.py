@@ -282,3 +282,30 @@ def test_a_replay_that_misses_after_a_store_writes_nothing_of_its_own():
     batched = _same_as_the_loop(store_then_steer, [launch(3), launch(10), launch(3)])
     assert batched[0][0].tolist() == [1, 2, 3, 4] and batched[1][0].tolist() == [100, 101, 102, 103]
     assert batched[2][0].tolist() == [1, 2, 3, 4]
+
+
+@batching
+@needs_block_loads
+def test_a_step_of_constants_alone_is_made_once_for_every_replay():
+    """``tl.arange`` and a constant splat are folded: the handle the first replay made is every later
+    replay's (the same object), adds are not folded, and each launch still stores the loop's bits."""
+    from kwshim.interpreter.steps import Folded
+
+    launches = [_row_norm_launch(4, 1e-6, seed) for seed in range(3)]
+    name = row_norm.fn.__qualname__
+    made, stored = [], []
+    with kwshim.activate(grid="batched"):
+        for grid, make in launches:
+            tensors, scalars = make()
+            row_norm[grid](*tensors, *scalars, BLOCK=128)
+            stored.append([t.clone() for t in tensors])
+            (trace,) = [traces[0] for key, traces in replay._TRACES.items() if key[0].__qualname__ == name]
+            made.append([step.value for step in trace.steps if isinstance(step, Folded)])
+    folded = [step for step in trace.steps if isinstance(step, Folded)]
+    assert {getattr(step.step[0], "__name__", None) for step in folded} >= {"create_make_range"}
+    assert not {getattr(step.step[0], "__name__", None) for step in folded} & {"create_fadd", "create_fsub"}
+    assert all(value is None for value in made[0])  # the first launch records; its replays make them
+    assert made[1] and all(value is not None for value in made[1])
+    assert all(a is b for a, b in zip(made[1], made[2])) and len(made[1]) == len(made[2])
+    for loop, batch in zip(_launches(row_norm, launches, "sequential", BLOCK=128), stored):
+        _same_bits(loop, batch)

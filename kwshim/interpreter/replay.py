@@ -266,16 +266,17 @@ class Trace:
         releases = [[] for _ in recorder.steps]
         for slot, number in last.items():
             releases[number].append(slot)
-        self.steps = tuple(Guard(step.read, step.index, step.value, tuple(releases[number]))
-                           if isinstance(step, Guard) else
-                           (step[0], step[1], step[2], step[3], tuple(releases[number]))
-                           for number, step in enumerate(recorder.steps))
-        constants = set()  # slots made from constants alone: folded, made once for every replay
-        for step in self.steps:
+        steps, constants = [], set()  # constants: slots made from constants alone (folded)
+        for number, step in enumerate(recorder.steps):
+            if isinstance(step, Guard):
+                steps.append(Guard(step.read, step.index, step.value, tuple(releases[number])))
+                continue
+            step = (step[0], step[1], step[2], step[3], tuple(releases[number]))
             if foldable(step, constants):
                 constants.add(step[3].index)
-        self.steps = tuple(Folded(step) if not isinstance(step, Guard) and type(step[3]) is Slot and
-                           step[3].index in constants else step for step in self.steps)
+                step = Folded(step)
+            steps.append(step)
+        self.steps = tuple(steps)
 
     def replay(self, builder, args):
         """The recorded steps on ``args``' handles (``Miss`` where a guard reads another value)."""
@@ -307,15 +308,14 @@ class Trace:
                     bind(item, each)
 
         for step in self.steps:
+            folded = None
             if type(step) is Folded:
-                if step.value is None:
-                    function, arguments, keywords = step.step[:3]
-                    made = function(*[resolve(a) for a in arguments], **{n: resolve(v) for n, v in keywords.items()})
-                    step.value = made.handle if isinstance(made, make_tensor) else made
-                values[step.index] = step.value
-                for slot in step.release:
-                    values[slot] = None
-                continue
+                if step.value is not None:  # made by an earlier replay
+                    values[step.index] = step.value
+                    for slot in step.release:
+                        values[slot] = None
+                    continue
+                folded, step = step, step.step  # made now, as any step, and kept
             if type(step) is Guard:
                 try:
                     value = step.read(values[step.index])
@@ -331,6 +331,8 @@ class Trace:
                               **{name: resolve(v) for name, v in keywords.items()})
             if out is not None:
                 bind(out, result)
+            if folded is not None:
+                folded.value = values[folded.index]
             for slot in release:
                 values[slot] = None
 
