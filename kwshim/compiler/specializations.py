@@ -59,7 +59,9 @@ def compiled_for_launch(fn, grid, args, kwargs, gpu, options=None):
     with _LOCK:
         jit, driver = _target_function(fn, options), _driver_scope(gpu)
         interpreted = compat.kernel_classes().interpreted or ()  # isinstance(value, ()): never
-        values, replaced = list(args) + list(kwargs.values()), _replaced()
+        values = list(args) + list(kwargs.values())
+        # kwshim's replacements are plain functions: the map is made only where a launch passes one
+        replaced = _replaced() if any(type(value) is types.FunctionType for value in values) else {}
         given = [value for value in values if isinstance(value, interpreted)]
         if given or any(id(value) in replaced for value in values):
             # a jitted function given as a constexpr argument: compiled Triton takes its JITFunction;
