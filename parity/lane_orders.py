@@ -7,7 +7,13 @@ as raw bits with the layouts the compiler chose (ttgir's ``#blocked`` lines), so
 GPU's order can be fitted and checked away from the GPU.
 
     python -m parity.lane_orders OUT_DIR              # on a machine with an NVIDIA GPU
+    python -m parity.lane_orders --record OUT_DIR/lane_orders_h200.json > parity/lane_orders_h200.json
     TRITON_INTERPRET=1 python -m parity.lane_orders OUT_DIR --kwshim    # under the switch
+
+``parity/lane_orders_h200.json`` keeps every case but the scans of rows over 256 and blocks over
+1024 elements, each output's first ``KEPT`` values (``recorded``); ``tests/test_numerics.py``
+runs those cases under the switch and holds them to it (``differences``). Shared-address atomics are
+recorded with whether three runs gave the same bits: on the H200 they do not.
 """
 
 import json
@@ -33,6 +39,12 @@ BLOCK_OPS = {"sum0": ("signed", "large"), "sum1": ("signed", "large"), "cumsum0"
              "cumsum1": ("signed", "large"), "max_idx0": ("ties",), "max_idx1": ("ties",)}
 ATOMIC_SHAPES = [(64, 4, 1), (256, 4, 4), (256, 16, 4), (1024, 8, 8)]  # (N, addresses, num_warps)
 DTYPES = ("fp32", "fp16", "bf16")
+KEPT = 128
+#: Where the H200's bits are not modelled (``kwshim/interpreter/lane_order.py`` says why): the case
+#: names, for the arg reductions whose result the GPU reads from another lane, and the count of
+#: 16-bit sums of squares (of 24 cases, 192 rows) whose contraction into fmas differs.
+NOT_MODELLED = {"block max_idx1 fp32 M=64 N=128 num_warps=8", "block max_idx1 fp32 M=128 N=64 num_warps=4",
+                "block max_idx1 fp16 M=8 N=256 num_warps=4", "block max_idx1 bf16 M=8 N=256 num_warps=4"}
 
 
 def inputs(kind, count, seed):
@@ -172,6 +184,46 @@ def run_case(case, device):
     return name, {"outputs": outputs, "layouts": layouts}
 
 
+def recorded(found):
+    """The cases kept in the repository, from a whole run's ``found`` (``cases`` of the JSON)."""
+    kept = {}
+    for name, entry in found.items():
+        words = name.split()
+        if "cumsum" in words[1]:
+            elements = int(words[3][2:]) * (int(words[4][2:]) if words[0] == "block" else 1)
+            if elements > (256 if words[0] == "row" else 1024):
+                continue
+        kept[name] = {"outputs": {kind: {key: value[:KEPT] if isinstance(value, list) else value
+                                         for key, value in output.items()}
+                                  for kind, output in entry["outputs"].items()}}
+    return kept
+
+
+def _is_nan(bits, dtype):
+    exponent, mantissa = {"fp32": (0x7F800000, 0x7FFFFF), "fp16": (0x7C00, 0x3FF), "bf16": (0x7F80, 0x7F)}[dtype]
+    bits = np.asarray(bits, dtype=np.int64)
+    return ((bits & exponent) == exponent) & ((bits & mantissa) != 0)
+
+
+def differences(recorded_cases, names, device="cuda"):
+    """``{case: (input kind, values differing, of)}`` for each of ``names`` run here against
+    ``recorded_cases``; NaN patterns compare equal whatever their payload (as the numerics table)."""
+    table = {case[0]: case for case in cases()}
+    found = {}
+    for name in names:
+        _, here = run_case(table[name], device)
+        for kind, truth in recorded_cases[name]["outputs"].items():
+            dtype = table[name][3]
+            ours = np.asarray(here["outputs"][kind]["out"][:len(truth["out"])])
+            theirs = np.asarray(truth["out"])
+            same = (ours == theirs) | (_is_nan(ours, dtype) & _is_nan(theirs, dtype))
+            if "index" in truth:
+                same &= np.asarray(here["outputs"][kind]["index"][:len(truth["index"])]) == np.asarray(truth["index"])
+            if not same.all():
+                found[name] = (kind, int((~same).sum()), same.size)
+    return found
+
+
 def _worker(arguments):
     chunk, device, switch = arguments
     if switch:
@@ -183,6 +235,12 @@ def _worker(arguments):
 
 
 def main():
+    if sys.argv[1] == "--record":
+        with open(sys.argv[2]) as handle:
+            whole = json.load(handle)
+        print(json.dumps({"triton": whole["triton"], "rows": whole["rows"], "blocks": whole["blocks"],
+                          "cases": recorded(whole["cases"])}, sort_keys=True, separators=(",", ":")))
+        return
     out_dir = sys.argv[1]
     switch = "--kwshim" in sys.argv
     workers = int(os.environ.get("LANE_WORKERS", "12"))

@@ -34,7 +34,7 @@ import sys
 
 import numpy as np
 
-from . import compiled
+from . import compiled, lane_order
 from .fma import fma
 
 __all__ = ["arithmetic_class", "requested_fusion", "fusion_enabled", "flushed", "subnormal", "exp_approximation",
@@ -217,7 +217,7 @@ def arithmetic_class(base):
         def create_fmul(self, lhs, rhs):
             product = base.create_fmul(self, lhs, rhs)
             product.kwshim_factors = (lhs.data, rhs.data)  # for an add that contracts with it (arrays: no chain)
-            return product
+            return lane_order.loaded_as(product, lhs, rhs)
 
         def create_fadd(self, lhs, rhs):
             if _factors(lhs) is not None and fusion_enabled():  # LLVM tries the left operand first

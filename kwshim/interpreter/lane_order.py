@@ -1,27 +1,40 @@
-"""fp16 and bf16 ``tl.sum`` of a row in the order of the GPU's lanes, each add rounded to the type.
+"""Reductions and scans in the order of the GPU's lanes, where the order decides the bits.
 
-Compiled Triton adds a 16-bit row in its own type, and where each add rounds, the order decides the
-bits. On an NVIDIA GPU the row lies in a blocked layout: each thread holds ``size_per_thread``
-neighbouring elements (again every ``32 * num_warps * size_per_thread`` elements), adds them in
-order, then the 32 lanes of a warp add by a butterfly (partners 16, 8, 4, 2, 1 apart), then the
-warps the same way. Added left to right instead, a 512-element bf16 row of squares stalls once the
-sum passes 256 (Liger's rms_norm with ``casting_mode="none"``: a 3% wrong rstd, weight gradients
-4% off); in the lanes' order it is the GPU's.
+Compiled Triton lays a block out over threads (``#ttg.blocked``: ``sizePerThread``, ``threadsPerWarp``,
+``warpsPerCTA``) and combines in that layout's order (``ReduceOpToLLVM``, ``ScanOpToLLVM``):
 
-Measured on the H200 (``parity/lane_sums.py``): the compiler lays a 16-bit row out with
-``size_per_thread = clamp(N / (32 * num_warps), 1, 8)`` (16 bytes per thread at most), and this
-order gives the H200's bits for all 320 measured row sums (fp16 and bf16, N from 32 to 4096,
-1 to 8 warps). Not modelled: where the row is a product the kernel just computed (``tl.sum(x * x)``),
-the GPU contracts the product into the first add (an fma): 280 of 320 rows agree.
+- **a reduction**: each thread combines its own elements left to right, the lanes of a warp by a
+  butterfly (partners 16, 8, 4, 2, 1 apart, the lower lane's value on the left), then the warps the
+  same way. The result is lane 0's.
+- **a scan**: each thread scans its own elements, the lanes scan their totals by Hillis-Steele
+  (partners 1, 2, 4, ... behind), the warps' totals are added one after another, and each element
+  gets what came before its thread on the left.
 
-A whole block's sum (``tl.sum(x)`` of a 2-D block, ``axis=None``) is one row in row-major order, as
-Triton reshapes it: the H200's bits for all 224 measured block sums (``parity/block_sums.py``).
-Other reductions of a 2-D block keep the interpreter's order.
+A float add rounds, and ``tl.argmax`` of a row holding NaN depends on which pairs meet, so the order
+decides the bits. Measured on the H200 (Triton 3.6.0, ``parity/lane_orders.py``): in this order every
+measured ``tl.sum`` (fp32, fp16, bf16; rows of 32 to 4096 and both axes of 2-D blocks), ``tl.cumsum``
+(195 cases, fp16 sums overflowing included) and ``tl.max``/``tl.min`` with and without their indices
+over rows of NaN, signed zeros and ties (36 cases of 36) is the H200's, as are 44 of 48 2-D arg
+reductions. In the other 4 (rows with NaN, reduced within one warp along the last axis), the GPU
+reads the result from another lane, whose copy differs: which one is the compiler's choice of
+layout conversion, not modelled.
+
+The layout is the one the compiler gives a row-major block it loads from contiguous, aligned
+memory (``blocked_layout``: every measured layout, 1-D and 2-D), of the element size it was loaded
+with: a bf16 block widened to fp32 (``x.to(tl.float32)``, ``tl.max``'s own promotion) keeps the bf16
+load's layout (``loaded_as``). A kernel that makes its block otherwise (a transposed or gathered
+load, a ``tl.dot``, a load whose alignment the compiler cannot prove) may have another layout.
+
+A sum of a product the kernel just computed (``tl.sum(x * x)``) is contracted into fmas, as LLVM
+does: the thread's first add is ``fma(x0, y0, x1 * y1)``, each later one ``fma(x, y, acc)``, and a
+thread holding one element contracts its first butterfly step. That is all 96 fp32 rows; fp16 and
+bf16 184 of 192.
 """
 
 import numpy as np
 
-__all__ = ["size_per_thread", "lane_sum"]
+__all__ = ["blocked_layout", "reduce_in_lanes", "scan_in_lanes", "added", "arg_combine",
+           "extremum", "lane_sum", "size_per_thread", "loaded_as"]
 
 WARP = 32
 
@@ -31,35 +44,179 @@ def size_per_thread(n, warps, itemsize):
     return max(1, min(16 // itemsize, n // (WARP * warps)))
 
 
-def _butterfly(values, axis_length, dtype):
-    """``values`` (``..., axis_length``) added by a butterfly over the last axis: every position ends
-    with the whole sum, each add rounded to ``dtype``; position 0's is returned."""
-    step = axis_length // 2
-    while step >= 1:
-        values = (values + values[..., np.arange(axis_length) ^ step]).astype(dtype, copy=False)
-        step //= 2
-    return values[..., 0]
+def blocked_layout(shape, itemsize, warps):
+    """``(size_per_thread, lanes, warps)`` along each axis of a row-major block, as the compiler's
+    coalescing lays out a load: 16 bytes a thread on the last axis at most, then the warp's 32 lanes
+    and the warps handed out from the last axis inward."""
+    count = int(np.prod(shape))
+    per_thread = [1] * len(shape)
+    per_thread[-1] = max(1, min(16 // itemsize, count // (WARP * warps), shape[-1]))
+    lanes, warp_counts = [1] * len(shape), [1] * len(shape)
+    lanes_left, warps_left = WARP, warps
+    for axis in reversed(range(len(shape))):
+        room = max(1, shape[axis] // per_thread[axis])
+        lanes[axis] = min(lanes_left, room) if axis else lanes_left
+        lanes_left //= lanes[axis]
+        room = max(1, shape[axis] // (per_thread[axis] * lanes[axis]))
+        warp_counts[axis] = min(warps_left, room) if axis else warps_left
+        warps_left //= warp_counts[axis]
+    return [(per_thread[a], lanes[a], warp_counts[a]) for a in range(len(shape))]
+
+
+def _held(values, layout):
+    """``values`` (each ``..., n``) as ``..., repeats, warps, lanes, per_thread``: the GPU's threads
+    along the axis, those that hold copies (a short axis) left out."""
+    n = values[0].shape[-1]
+    per_thread, lanes, warps = layout
+    per_thread = min(per_thread, n)
+    lanes = min(lanes, max(1, n // per_thread))
+    warps = min(warps, max(1, n // (per_thread * lanes)))
+    repeats = n // (per_thread * lanes * warps)
+    shape = values[0].shape[:-1] + (repeats, warps, lanes, per_thread)
+    return tuple(v.reshape(shape) for v in values)
+
+
+def _halving(values, combine):
+    """The butterfly over the last axis as its lane 0 ends: the lower half on the left each step."""
+    while values[0].shape[-1] > 1:
+        half = values[0].shape[-1] // 2
+        values = combine(tuple(v[..., :half] for v in values), tuple(v[..., half:] for v in values))
+    return tuple(v[..., 0] for v in values)
+
+
+def reduce_in_lanes(values, layout, combine, product=None):
+    """The reduction over the last axis of ``values`` (a tuple of arrays combined together: a value
+    and its index) for an axis laid out as ``layout`` (``blocked_layout``'s triple). ``combine(left,
+    right)`` takes and gives tuples. ``product``, for a sum of ``x * y`` the kernel just computed
+    (``values[0]``, rounded), is ``(x, y, fma)``: the adds that LLVM contracts are fmas."""
+    held = _held(values, layout)
+    factors = _held(np.broadcast_arrays(product[0], product[1], values[0])[:2], layout) if product else None
+    repeats, per_thread = held[0].shape[-4], held[0].shape[-1]
+    order = [(r, e) for r in range(repeats) for e in range(per_thread)]
+    accumulated = tuple(h[..., 0, :, :, 0] for h in held)
+    for count, (repeat, element) in enumerate(order[1:]):
+        current = tuple(h[..., repeat, :, :, element] for h in held)
+        if factors is None:
+            accumulated = combine(accumulated, current)
+            continue
+        # the first add contracts the left product (fma(x0, y0, x1 * y1)), each later one its own
+        r, e = order[0] if count == 0 else (repeat, element)
+        x, y = (f[..., r, :, :, e] for f in factors)
+        accumulated = (product[2](x, y, (current if count == 0 else accumulated)[0]).astype(values[0].dtype),)
+    lanes = accumulated[0].shape[-1]
+    if factors is not None and len(order) == 1 and lanes > 1:  # one element a thread: the first step
+        half = lanes // 2
+        x, y = (f[..., 0, :, :half, 0] for f in factors)
+        accumulated = (product[2](x, y, accumulated[0][..., half:]).astype(values[0].dtype),)
+    per_warp = _halving(accumulated, combine)
+    return _halving(per_warp, combine)
+
+
+def scan_in_lanes(data, layout, combine):
+    """The inclusive scan over the last axis of ``data`` for an axis laid out as ``layout``, as
+    ``ScanOpToLLVM`` orders it. ``combine(left, right)`` takes and gives arrays."""
+    (held,) = _held((data,), layout)
+    repeats, warps, lanes, per_thread = held.shape[-4:]
+    own = [held[..., e] for e in range(per_thread)]  # the thread's own scan, element by element
+    for e in range(1, per_thread):
+        own[e] = combine(own[e - 1], own[e])
+    totals = own[-1]
+    step = 1
+    while step < lanes:  # Hillis-Steele over the lanes: each adds what lies ``step`` lanes behind
+        behind = combine(totals[..., :-step], totals[..., step:])
+        totals = np.concatenate([totals[..., :step], behind], axis=-1)
+        step *= 2
+    lasts = np.empty_like(totals)  # each thread's last element, then what came before each thread
+    before = np.empty_like(totals)
+    if warps > 1:
+        running = None  # the warps' totals added one after another, chunk after chunk
+        for repeat in range(repeats):
+            prefix = [running] * warps  # what the warps before each one add up to
+            for warp in range(warps):
+                total = totals[..., repeat, warp, lanes - 1]
+                running = total if running is None else combine(running, total)
+                for later in range(warp + 1, warps):
+                    prefix[later] = running
+            chunk = totals[..., repeat, :, :]
+            if repeat == 0:
+                prefix[0] = chunk[..., 0, 0]  # the first warp adds nothing before it
+                last = np.concatenate([chunk[..., :1, :], combine(np.stack(prefix[1:], -1)[..., None], chunk[..., 1:, :])],
+                                      axis=-2)
+            else:
+                last = combine(np.stack(prefix, -1)[..., None], chunk)
+            lasts[..., repeat, :, :] = last
+            before[..., repeat, :, :] = np.concatenate([np.stack(prefix, -1)[..., None], last[..., :-1]], axis=-1)
+    else:
+        carried = None  # the last lane's total of the chunk before
+        for repeat in range(repeats):
+            chunk = totals[..., repeat, :, :]
+            if repeat:
+                chunk = combine(carried[..., None], chunk)
+            lasts[..., repeat, :, :] = chunk
+            if lanes > 1:
+                shifted = np.concatenate([chunk[..., :1], chunk[..., :-1]], axis=-1)
+                if repeat:
+                    shifted[..., 0] = carried
+                before[..., repeat, :, :] = shifted
+            else:
+                before[..., repeat, :, :] = chunk
+            carried = chunk[..., lanes - 1]
+    scanned = []
+    for e in range(per_thread - 1):
+        value = combine(before, own[e])
+        value[..., 0, 0, 0] = own[e][..., 0, 0, 0]  # the very first thread adds nothing before it
+        scanned.append(value)
+    scanned.append(lasts)
+    return np.stack(scanned, axis=-1).reshape(data.shape)
+
+
+def added(dtype):
+    """``combine`` for a sum: each add rounded to ``dtype``."""
+    def add(left, right):
+        with np.errstate(over="ignore", invalid="ignore"):
+            if isinstance(left, tuple):
+                return ((left[0] + right[0]).astype(dtype, copy=False),)
+            return (left + right).astype(dtype, copy=False)
+
+    return add
+
+
+def arg_combine(kind, tie_break_left=True):
+    """``combine`` for ``tl.argmax``/``tl.argmin`` as Triton's ``_argmax_combine`` computes it: the
+    left pair unless the right one compares greater (less), ties to the lower index. A NaN compares
+    neither, so where it meets decides what is kept."""
+    def combine(left, right):
+        (value, index), (other, other_index) = left, right
+        with np.errstate(invalid="ignore"):
+            keep = value > other if kind == "max" else value < other
+            if tie_break_left:
+                keep |= (value == other) & (index < other_index)
+        return np.where(keep, value, other), np.where(keep, index, other_index)
+
+    return combine
+
+
+def extremum(kind):
+    """``combine`` for ``tl.max``/``tl.min``: ``max.f32``, which keeps the number over a NaN."""
+    function = np.fmax if kind == "max" else np.fmin
+
+    def combine(left, right):
+        return (function(left[0], right[0]),)
+
+    return combine
 
 
 def lane_sum(data, warps):
-    """The sum over the last axis of ``data`` (fp16 or bf16, a power-of-2 length) as ``warps``
-    warps add it; the other axes are rows, each summed alone."""
-    dtype = data.dtype
-    n = data.shape[-1]
-    per_thread = size_per_thread(n, warps, dtype.itemsize)
-    tile = per_thread * WARP * warps
-    if n >= tile:
-        lanes, unique_warps = WARP, warps
-    else:  # a short row: some lanes or warps hold copies, which the GPU leaves out
-        lanes = min(WARP, max(1, n // per_thread))
-        unique_warps = max(1, n // (per_thread * WARP))
-    threads = lanes * unique_warps
-    held = data.reshape(data.shape[:-1] + (n // (threads * per_thread), threads, per_thread))
-    total = None
-    for repeat in range(held.shape[-3]):
-        for element in range(per_thread):
-            value = held[..., repeat, :, element]
-            total = value if total is None else (total + value).astype(dtype, copy=False)
-    total = total.reshape(data.shape[:-1] + (unique_warps, lanes))
-    per_warp = _butterfly(total, lanes, dtype)
-    return _butterfly(per_warp, unique_warps, dtype)
+    """The sum over the last axis of ``data`` (a row per leading index) as ``warps`` warps add it."""
+    layout = blocked_layout((data.shape[-1],), data.dtype.itemsize, warps)[0]
+    return reduce_in_lanes((data,), layout, added(data.dtype))[0]
+
+
+def loaded_as(result, *sources):
+    """``result``, a float widened from narrower ones (``x.to(tl.float32)`` of a bf16 load), marked
+    with their element size: the compiler keeps the layout of the narrow load (``lane_order``)."""
+    sizes = [getattr(s, "kwshim_loaded_itemsize", s.data.dtype.itemsize) for s in sources
+             if getattr(s.data, "dtype", None) is not None and s.data.dtype.kind in "fV"]
+    if sizes and getattr(result.data, "dtype", None) is not None and min(sizes) < result.data.dtype.itemsize:
+        result.kwshim_loaded_itemsize = min(sizes)
+    return result
