@@ -33,7 +33,8 @@ ROW_SHAPES = [(32, 1), (64, 4), (128, 1), (128, 4), (256, 4), (256, 8), (512, 1)
 #: (M, N, num_warps) of the 2-D blocks
 BLOCK_SHAPES = [(16, 64, 4), (64, 16, 4), (32, 32, 4), (8, 256, 4), (256, 8, 4), (64, 128, 8), (128, 64, 4),
                 (2, 512, 4)]
-ROW_OPS = {"sum": ("positive", "signed", "large"), "sum_sq": ("signed",), "cumsum": ("positive", "signed", "large"),
+ROW_OPS = {"sum": ("positive", "signed", "large"), "sum_sq": ("signed",), "masked_sum": ("signed",),
+           "widened_sum": ("signed",), "widened_sum_sq": ("signed",), "cumsum": ("positive", "signed", "large"),
            "max_idx": ("ties",), "min_idx": ("ties",), "max": ("ties",), "min": ("ties",)}
 BLOCK_OPS = {"sum0": ("signed", "large"), "sum1": ("signed", "large"), "cumsum0": ("signed", "large"),
              "cumsum1": ("signed", "large"), "max_idx0": ("ties",), "max_idx1": ("ties",)}
@@ -68,7 +69,7 @@ def inputs(kind, count, seed):
 
 
 @triton.jit
-def row_kernel(x_ptr, out_ptr, index_ptr, N: tl.constexpr, OP: tl.constexpr):
+def row_kernel(x_ptr, out_ptr, index_ptr, valid, N: tl.constexpr, OP: tl.constexpr):
     row = tl.program_id(0)
     offsets = tl.arange(0, N)
     x = tl.load(x_ptr + row * N + offsets)
@@ -76,6 +77,13 @@ def row_kernel(x_ptr, out_ptr, index_ptr, N: tl.constexpr, OP: tl.constexpr):
         tl.store(out_ptr + row, tl.sum(x, axis=0))
     elif OP == "sum_sq":
         tl.store(out_ptr + row, tl.sum(x * x, axis=0))
+    elif OP == "masked_sum":  # a row shorter than its block, of a length the compiler cannot see
+        tl.store(out_ptr + row, tl.sum(tl.load(x_ptr + row * N + offsets, mask=offsets < valid, other=0.0), axis=0))
+    elif OP == "widened_sum":  # a 16-bit load widened to fp32 (Liger's norms): the load's layout
+        tl.store(out_ptr + row, tl.sum(x.to(tl.float32), axis=0))
+    elif OP == "widened_sum_sq":
+        wide = x.to(tl.float32)
+        tl.store(out_ptr + row, tl.sum(wide * wide, axis=0))
     elif OP == "cumsum":
         tl.store(out_ptr + row * N + offsets, tl.cumsum(x, axis=0))
     elif OP == "max_idx":
@@ -128,6 +136,8 @@ def cases():
     found = []
     for dtype in DTYPES:
         for op, kinds in ROW_OPS.items():
+            if op.startswith("widened") and dtype == "fp32":
+                continue
             for n, warps in ROW_SHAPES:
                 if op == "cumsum" and n > 2048:
                     continue
@@ -155,9 +165,11 @@ def run_case(case, device):
             n, = shape
             x = torch.from_numpy(inputs(kind, ROWS * n, seed)).to(dtype).to(device)
             size = ROWS * n if op == "cumsum" else ROWS
-            out = torch.zeros(size, dtype=dtype, device=device)
+            wide = op.startswith("widened")  # an fp32 result, stored as one
+            out = torch.zeros(size, dtype=torch.float32 if wide else dtype, device=device)
             index = torch.full((ROWS,), -7, dtype=torch.int32, device=device)
-            compiled = row_kernel[(ROWS,)](x, out, index, N=n, OP=op, num_warps=warps)
+            compiled = row_kernel[(ROWS,)](x, out, index, n - 3 if op == "masked_sum" else n, N=n, OP=op,
+                                           num_warps=warps)
         elif kernel_kind == "block":
             m, n = shape
             x = torch.from_numpy(inputs(kind, BLOCKS * m * n, seed)).to(dtype).to(device)
@@ -175,7 +187,7 @@ def run_case(case, device):
                 runs.append(out.view(bits).cpu().numpy().copy())
             outputs[kind] = {"out": runs[0].tolist(), "repeatable": all((r == runs[0]).all() for r in runs)}
             continue
-        entry = {"out": out.view(bits).cpu().numpy().tolist()}
+        entry = {"out": out.view({torch.float32: torch.int32}.get(out.dtype, torch.int16)).cpu().numpy().tolist()}
         if "idx" in op:
             entry["index"] = index.cpu().numpy().tolist()[:out.numel()]
         outputs[kind] = entry
@@ -213,7 +225,7 @@ def differences(recorded_cases, names, device="cuda"):
     for name in names:
         _, here = run_case(table[name], device)
         for kind, truth in recorded_cases[name]["outputs"].items():
-            dtype = table[name][3]
+            dtype = "fp32" if "widened" in name else table[name][3]
             ours = np.asarray(here["outputs"][kind]["out"][:len(truth["out"])])
             theirs = np.asarray(truth["out"])
             same = (ours == theirs) | (_is_nan(ours, dtype) & _is_nan(theirs, dtype))

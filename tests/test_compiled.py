@@ -162,3 +162,31 @@ def test_a_large_launch_stores_the_same_bits_compiled_and_in_numpy(monkeypatch):
         if engine == "numba":
             assert sorted(set(used)) == ["fma_ufunc"]
     assert torch.equal(results[0].view(torch.int32), results[1].view(torch.int32))
+
+
+@numba_installed
+@pytest.mark.parametrize("contracted", [False, True])
+def test_the_compiled_lane_sum_adds_as_the_numpy_lane_order(contracted, monkeypatch):
+    """fp32 ``tl.sum`` in the lane order compiled (``compiled.lane_sum_kernel``) and in NumPy
+    (``lane_order``): the same bits for rows of 8 to 4096 elements, one to eight warps, one element a
+    thread or several, plain and of products contracted into fmas, with magnitudes mixed so that the
+    order shows."""
+    from kwshim.interpreter import lane_order
+
+    rng = np.random.default_rng(7)
+    compared = 0
+    for n, warps in [(8, 1), (32, 1), (64, 4), (256, 8), (512, 4), (1024, 4), (4096, 8)]:
+        layout = lane_order.blocked_layout((n,), 4, warps)[0]
+        rows = max(8, 2 ** 16 // n)
+        x = (rng.standard_normal((rows, n)) * rng.choice([1, 1e4, 1e-4], (rows, n))).astype(np.float32)
+        y = rng.standard_normal((rows, n)).astype(np.float32)
+        values, product = ((x * y).astype(np.float32), (x, y)) if contracted else (x, None)
+        monkeypatch.setattr(compiled, "COMPILED_FROM", 1 << 62)
+        in_numpy = lane_order.reduce_in_lanes((values,), layout, lane_order.added(np.float32), product)[0]
+        monkeypatch.setattr(compiled, "COMPILED_FROM", 0)
+        in_numba = lane_order.reduce_in_lanes((values,), layout, lane_order.added(np.float32), product)[0]
+        assert in_numba.view(np.int32).tolist() == in_numpy.view(np.int32).tolist(), (n, warps)
+        compared += rows
+        if not contracted:  # and the order shows: NumPy's pairwise sum differs somewhere
+            assert (np.sum(x, axis=-1).view(np.int32) != in_numpy.view(np.int32)).any() or n <= 8
+    assert compared > 10000

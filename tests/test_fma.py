@@ -99,3 +99,28 @@ def test_specials_are_ieee_s(name):
     assert got[2] == 0 and not np.signbit(got[2])  # +0 + -0 is +0
     assert got[4] == 0 and np.signbit(got[4])  # -0 + -0 is -0
     assert got[5] == np.inf
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float16])
+def test_a_chain_of_fmas_in_fp64_rounds_each_step_once_ties_included(dtype):
+    """``fma_chain`` (a thread's contracted sum: small blocks through fp64, one midpoint check at
+    the end) against ``numpy_fma`` step by step: operands of mixed magnitudes, where fp64 sums are
+    inexact, and integers whose sums fall on the type's midpoints (spacing 2 above 2**24 in fp32,
+    2**11 in fp16)."""
+    from kwshim.interpreter.fma import fma_chain, numpy_fma
+
+    rng = np.random.default_rng(3)
+    top = 2 ** 24 if dtype == np.float32 else 2 ** 11
+    scale = 2.0 ** rng.integers(-60 if dtype == np.float32 else -12, 12, (7, 4096))
+    chains = [(list((rng.standard_normal((7, 4096)) * scale).astype(dtype)),
+               list(rng.standard_normal((7, 4096)).astype(dtype)),
+               (rng.standard_normal(4096) * 2.0 ** 20).astype(dtype)),
+              (list(rng.integers(1, 4, (7, 4096)).astype(dtype)), list(rng.integers(1, 4, (7, 4096)).astype(dtype)),
+               (top + 2 * rng.integers(0, 8, 4096)).astype(dtype))]
+    bits = np.uint16 if dtype == np.float16 else np.uint32
+    with np.errstate(over="ignore", invalid="ignore"):
+        for xs, ys, start in chains:
+            expected = start
+            for x, y in zip(xs, ys):
+                expected = numpy_fma(x, y, expected).astype(dtype)
+            assert fma_chain(xs, ys, start).view(bits).tolist() == expected.view(bits).tolist()

@@ -443,7 +443,8 @@ def test_shared_address_float_atomics_are_not_repeatable_on_the_h200():
     being a race there. Each element to its own address adds as the GPU (the numerics table)."""
     with open(os.path.join(ROOT, "parity", "lane_orders_h200.json")) as recorded:
         h200 = json.load(recorded)["cases"]
-    atomics = {name: case["outputs"]["signed"]["repeatable"] for name, case in h200.items() if name.startswith("atomic")}
+    atomics = {name: case["outputs"]["signed"]["repeatable"]
+               for name, case in h200.items() if name.startswith("atomic")}
     assert len(atomics) == 12 and sorted(name for name, again in atomics.items() if again) == [
         f"atomic {t} N=64 addresses=4 num_warps=1" for t in ("bf16", "fp16", "fp32")]
 

@@ -21,7 +21,7 @@ import numpy as np
 
 from . import compiled
 
-__all__ = ["fma", "numpy_fma"]
+__all__ = ["fma", "numpy_fma", "fma_chain"]
 
 
 def fma(a, b, c):
@@ -35,6 +35,32 @@ def fma(a, b, c):
 
 
 _COMPILED_TYPES = (np.dtype(np.float32), np.dtype(np.float64))
+
+
+def fma_chain(xs, ys, start):
+    """``acc = start``, then ``acc = fma(x, y, acc)`` for each ``x, y`` of the sequences ``xs, ys``
+    in turn: a thread's contracted sum. Small fp32 and fp16 chains run in fp64, where each product
+    is exact, and every step's sum is checked at the end for a midpoint of the type as
+    ``numpy_fma`` checks it: a chain with a doubtful step is computed again step by step."""
+    dtype = start.dtype
+    if dtype.name not in ("float32", "float16") or compiled.ufunc_for("fma", start.size) is not None:
+        accumulated = start
+        for x, y in zip(xs, ys):
+            accumulated = fma(x, y, accumulated).astype(dtype, copy=False)
+        return accumulated
+    with np.errstate(invalid="ignore", over="ignore"):
+        products = np.multiply(np.array(xs, np.float64), np.array(ys, np.float64))
+        sums = np.empty(products.shape, np.float64)
+        accumulated = start
+        for step in range(len(products)):
+            np.add(products[step], accumulated, out=sums[step])
+            accumulated = sums[step].astype(dtype)
+        if _doubtful(sums, sums.astype(dtype), dtype) is None:
+            return accumulated
+    accumulated = start
+    for x, y in zip(xs, ys):
+        accumulated = numpy_fma(x, y, accumulated).astype(dtype, copy=False)
+    return accumulated
 
 
 def numpy_fma(a, b, c):

@@ -22,7 +22,7 @@ import sys
 import numpy as np
 
 from .. import compat
-from . import conversions, gpu_arithmetic, lane_order, special_registers
+from . import conversions, lane_order, special_registers
 from .fma import fma
 from .formats import ML_DTYPES, bits_type, is_fp8, is_ml_dtype, numpy_dtype_function
 
@@ -274,130 +274,6 @@ def _refusing_fp8(name, operation, ufunc=None):
     return checked
 
 
-#: The element types whose reductions and scans follow the GPU's lane order (measured on the H200).
-_LANE_ORDERED = ("fp16", "bf16", "fp32")
-
-
-def _gpu_reductions(cls):
-    """A subclass of the interpreter's reduce or scan class computing as compiled Triton does: fp8
-    inputs refused, an int1 sum or cumsum added in int1, where one plus one wraps to zero (the
-    parity of the count: ``tl.sum(x, dtype=tl.int1)``; NumPy's bool sum is a logical or), and the
-    float sums, maxima and minima (with their indices) and cumsums of 1-D and 2-D blocks combined in
-    the GPU's lane order (``lane_order``)."""
-
-    def apply(self, input):
-        for value in input if isinstance(input, (tuple, list)) else (input,):
-            dtype = getattr(getattr(value, "dtype", None), "scalar", None)
-            if dtype is not None and dtype.is_fp8():
-                _refuse(f"a reduction or scan of {_name(dtype)} values", "convert them to fp16 or fp32 first")
-        return cls.apply(self, input)
-
-    interpreter = sys.modules[_INTERPRETER]
-    tl, TensorHandle = interpreter.tl, interpreter.TensorHandle
-
-    def typed(tensor, data, scalar):  # ``tensor``'s shape, of another element type
-        kind = tl.block_type(scalar, list(tensor.type.shape)) if tensor.type.is_block() else scalar
-        return tl.core.tensor(TensorHandle(data.astype(interpreter._get_np_dtype(scalar)), scalar), kind)
-
-    def in_int1(operation):
-        def added(self, input):
-            if input.dtype.scalar.name != "int1":
-                return operation(self, input)
-            result = operation(self, typed(input, input.handle.data, tl.int32))  # the counts
-            results = result if isinstance(result, list) else [result]
-            wrapped = [typed(r, r.handle.data % 2, tl.int1) for r in results]
-            return wrapped if isinstance(result, list) else wrapped[0]
-
-        return added
-
-    def in_lanes(self, input):
-        """``(arrange, layout, finish)`` for a float block of 1 or 2 axes: ``arrange(array)`` puts
-        the reduced axis of an array of the block's shape last, ``layout`` is that axis' layout and
-        ``finish(result)`` gives a result its axes back; None for any other block."""
-        shape, axis = input.handle.data.shape, self.axis
-        batched = int(getattr(self, "kwshim_program_axis", False))  # batched: programs first
-        whole = axis is None  # a whole block: one row, in row-major order (Triton reshapes it)
-        block = (int(np.prod(shape[batched:])),) if whole else shape[batched:]
-        if input.dtype.scalar.name not in _LANE_ORDERED or not 1 <= len(block) <= 2:
-            return None
-        warps = 4 if special_registers.launch_warps is None else special_registers.launch_warps
-        itemsize = getattr(input.handle, "kwshim_loaded_itemsize", input.handle.data.dtype.itemsize)
-        layout = lane_order.blocked_layout(block, itemsize, warps)[0 if whole else axis - batched]
-
-        def arrange(array):
-            array = np.broadcast_to(array, shape)
-            return array.reshape(shape[:batched] + (-1,)) if whole else np.moveaxis(array, axis, -1)
-
-        def finish(result, scan=False):
-            if scan:
-                return result.reshape(shape) if whole else np.moveaxis(result, -1, axis)
-            if getattr(self, "keep_dims", False):
-                return result.reshape((1,) * len(shape)) if whole else np.expand_dims(result, axis)
-            return result
-
-        return arrange, layout, finish
-
-    def summed(operation):
-        def added(self, input):
-            lanes = in_lanes(self, input)
-            if lanes is None:
-                return operation(self, input)
-            arrange, layout, finish = lanes
-            data = arrange(input.handle.data)
-            factors = getattr(input.handle, "kwshim_factors", None)  # a product just computed: LLVM
-            product = None if factors is None or not gpu_arithmetic.fusion_enabled() else \
-                (arrange(factors[0]), arrange(factors[1]), fma)  # contracts its adds into fmas
-            (total,) = lane_order.reduce_in_lanes((data,), layout, lane_order.added(data.dtype), product)
-            return self.to_tensor(finish(total), input.dtype)
-
-        return added
-
-    def extremes(operation):
-        def reduced(self, input, val_reduce_op, idx_reduce_op=None):
-            values = input[0] if isinstance(input, tuple) else input
-            lanes = in_lanes(self, values)
-            if lanes is None:
-                return operation(self, input, val_reduce_op, idx_reduce_op)
-            arrange, layout, finish = lanes
-            data = arrange(values.handle.data)
-            kind = "max" if val_reduce_op in (np.max, np.nanmax) or idx_reduce_op in (np.argmax, np.nanargmax) \
-                else "min"
-            if idx_reduce_op is None:
-                (value,) = lane_order.reduce_in_lanes((data,), layout, lane_order.extremum(kind))
-                return self.to_tensor(finish(value), values.dtype)
-            fast = any(self.combine_fn is getattr(tl.standard, f"_arg{which}_combine_tie_break_fast", None)
-                       for which in ("max", "min"))
-            index = np.broadcast_to(np.arange(data.shape[-1], dtype=np.int32), data.shape)
-            value, found = lane_order.reduce_in_lanes((data, index), layout, lane_order.arg_combine(kind, not fast))
-            return self.to_tensor(finish(value), values.dtype), self.to_tensor(finish(found), tl.int32)
-
-        return reduced
-
-    def scanned(operation):
-        def added(self, input):
-            lanes = in_lanes(self, input)
-            if lanes is None:
-                return operation(self, input)
-            arrange, layout, finish = lanes
-            data = arrange(input.handle.data)
-            result = lane_order.scan_in_lanes(data, layout, lane_order.added(data.dtype))
-            return [self.to_tensor(finish(result, scan=True), input.dtype)]
-
-        return added
-
-    namespace = {"apply": apply, "__module__": __name__}
-    for name in ("sum", "cumsum"):
-        if callable(getattr(cls, name, None)):
-            namespace[name] = in_int1(getattr(cls, name))
-    if callable(getattr(cls, "sum", None)):
-        namespace["sum"] = summed(namespace["sum"])
-    if callable(getattr(cls, "min_max", None)):
-        namespace["min_max"] = extremes(cls.min_max)
-    if callable(getattr(cls, "cumsum", None)):
-        namespace["cumsum"] = scanned(namespace["cumsum"])
-    return type(cls.__name__, (cls,), namespace)
-
-
 @functools.lru_cache(maxsize=None)
 def _originals():
     """The interpreter's own builder object and class, dtype table and reduce and scan classes, read
@@ -435,10 +311,12 @@ def _format_entries():
     entries, no class is modified), and the NVIDIA backend's smallest ``tl.dot`` for sm_90 (K of 16
     for 16-bit inputs, where the interpreter's builder takes any: the front end refuses a smaller
     one with compiled Triton's message)."""
+    from .gpu_reductions import reduction_class  # it reads this module's refusals
+
     builder, _, np_dtype, operations = _originals()
     namespace = vars(sys.modules[_INTERPRETER])
     entries = [(namespace, "_get_np_dtype", numpy_dtype_function(np_dtype)),
-               *((namespace, name, _gpu_reductions(original)) for name, original in operations.items())]
+               *((namespace, name, reduction_class(original)) for name, original in operations.items())]
     smallest_dot = compat.nvidia_codegen_functions().get("min_dot_size")
     if smallest_dot is not None and isinstance(getattr(builder, "codegen_fns", None), dict):
         entries.append((builder.codegen_fns, "min_dot_size", smallest_dot))

@@ -1,4 +1,5 @@
-"""Reductions and scans in the order of the GPU's lanes, where the order decides the bits.
+"""Reductions and scans in the order of the GPU's lanes, where the order decides the bits (the
+NumPy code of ``gpu_reductions``).
 
 Compiled Triton lays a block out over threads (``#ttg.blocked``: ``sizePerThread``, ``threadsPerWarp``,
 ``warpsPerCTA``) and combines in that layout's order (``ReduceOpToLLVM``, ``ScanOpToLLVM``):
@@ -31,7 +32,12 @@ thread holding one element contracts its first butterfly step. That is all 96 fp
 bf16 184 of 192.
 """
 
+import functools
+
 import numpy as np
+
+from . import compiled
+from .fma import fma_chain
 
 __all__ = ["blocked_layout", "reduce_in_lanes", "scan_in_lanes", "added", "arg_combine",
            "extremum", "lane_sum", "size_per_thread", "loaded_as"]
@@ -44,6 +50,7 @@ def size_per_thread(n, warps, itemsize):
     return max(1, min(16 // itemsize, n // (WARP * warps)))
 
 
+@functools.lru_cache(maxsize=256)
 def blocked_layout(shape, itemsize, warps):
     """``(size_per_thread, lanes, warps)`` along each axis of a row-major block, as the compiler's
     coalescing lays out a load: 16 bytes a thread on the last axis at most, then the warp's 32 lanes
@@ -88,34 +95,82 @@ def reduce_in_lanes(values, layout, combine, product=None):
     """The reduction over the last axis of ``values`` (a tuple of arrays combined together: a value
     and its index) for an axis laid out as ``layout`` (``blocked_layout``'s triple). ``combine(left,
     right)`` takes and gives tuples. ``product``, for a sum of ``x * y`` the kernel just computed
-    (``values[0]``, rounded), is ``(x, y, fma)``: the adds that LLVM contracts are fmas."""
+    (``values[0]``, rounded), is ``(x, y)``: the adds that LLVM contracts are fmas."""
     held = _held(values, layout)
-    factors = _held(np.broadcast_arrays(product[0], product[1], values[0])[:2], layout) if product else None
     repeats, per_thread = held[0].shape[-4], held[0].shape[-1]
+    if getattr(combine, "kwshim_sum", False) and values[0].dtype == np.float32:
+        kernel = compiled.lane_sum_for(values[0].size)
+        if kernel is not None:
+            return (_compiled_sum(kernel, values[0], product, held[0].shape[-4:]),)
     order = [(r, e) for r in range(repeats) for e in range(per_thread)]
-    accumulated = tuple(h[..., 0, :, :, 0] for h in held)
-    for count, (repeat, element) in enumerate(order[1:]):
-        current = tuple(h[..., repeat, :, :, element] for h in held)
-        if factors is None:
-            accumulated = combine(accumulated, current)
-            continue
-        # the first add contracts the left product (fma(x0, y0, x1 * y1)), each later one its own
-        r, e = order[0] if count == 0 else (repeat, element)
-        x, y = (f[..., r, :, :, e] for f in factors)
-        accumulated = (product[2](x, y, (current if count == 0 else accumulated)[0]).astype(values[0].dtype),)
-    lanes = accumulated[0].shape[-1]
-    if factors is not None and len(order) == 1 and lanes > 1:  # one element a thread: the first step
+    with np.errstate(over="ignore", invalid="ignore"):
+        if product is None and getattr(combine, "kwshim_sum", False):
+            return (_summed(held[0], order),)
+        if product is None:
+            accumulated = tuple(h[..., 0, :, :, 0] for h in held)
+            for repeat, element in order[1:]:
+                accumulated = combine(accumulated, tuple(h[..., repeat, :, :, element] for h in held))
+        else:
+            accumulated = (_contracted(held[0], _held(np.broadcast_arrays(*product, values[0])[:2], layout),
+                                       order),)
+        return _halving(_halving(accumulated, combine), combine)
+
+
+def _compiled_sum(kernel, values, product, held_shape):
+    """``reduce_in_lanes`` of an fp32 sum by the compiled loop (``compiled.lane_sum_kernel``)."""
+    rows = np.ascontiguousarray(values.reshape(-1, values.shape[-1]))
+    if product is None:
+        x = y = rows
+    else:
+        x, y = (np.ascontiguousarray(np.broadcast_to(f, values.shape).reshape(rows.shape), np.float32)
+                for f in product)
+    out = np.empty(rows.shape[0], np.float32)
+    kernel(rows, x, y, *held_shape, product is not None, out)
+    return out.reshape(values.shape[:-1])
+
+
+def _summed(held, order):
+    """``reduce_in_lanes`` of a plain sum, in place: each add rounded to the values' type."""
+    r, e = order[0]
+    total = held[..., r, :, :, e].copy()
+    for r, e in order[1:]:
+        np.add(total, held[..., r, :, :, e], out=total)
+    for _ in range(2):  # the lanes, then the warps
+        while total.shape[-1] > 1:
+            half = total.shape[-1] // 2
+            np.add(total[..., :half], total[..., half:], out=total[..., :half])
+            total = total[..., :half]
+        total = total[..., 0]
+    return total
+
+
+def _contracted(held, factors, order):
+    """A thread's sum of products, the adds contracted as LLVM contracts them: the first add is
+    ``fma(x0, y0, x1 * y1)`` and each later one ``fma(x, y, acc)``; a thread holding one element
+    contracts its first butterfly step instead (``fma(x, y, partner's product)``), of which lane 0
+    keeps the lower half of the lanes."""
+    x, y = factors
+    if len(order) == 1:
+        lanes = held.shape[-2]
+        if lanes == 1:
+            return held[..., 0, :, :, 0]
         half = lanes // 2
-        x, y = (f[..., 0, :, :half, 0] for f in factors)
-        accumulated = (product[2](x, y, accumulated[0][..., half:]).astype(values[0].dtype),)
-    per_warp = _halving(accumulated, combine)
-    return _halving(per_warp, combine)
+        return fma_chain([x[..., 0, :, :half, 0]], [y[..., 0, :, :half, 0]], held[..., 0, :, half:, 0])
+    steps = [order[0]] + order[2:]
+    xs = [x[..., r, :, :, e] for r, e in steps]
+    ys = [y[..., r, :, :, e] for r, e in steps]
+    (r1, e1) = order[1]
+    return fma_chain(xs, ys, held[..., r1, :, :, e1])
 
 
 def scan_in_lanes(data, layout, combine):
     """The inclusive scan over the last axis of ``data`` for an axis laid out as ``layout``, as
     ``ScanOpToLLVM`` orders it. ``combine(left, right)`` takes and gives arrays."""
-    (held,) = _held((data,), layout)
+    with np.errstate(over="ignore", invalid="ignore"):
+        return _scan(_held((data,), layout)[0], combine).reshape(data.shape)
+
+
+def _scan(held, combine):
     repeats, warps, lanes, per_thread = held.shape[-4:]
     own = [held[..., e] for e in range(per_thread)]  # the thread's own scan, element by element
     for e in range(1, per_thread):
@@ -140,8 +195,8 @@ def scan_in_lanes(data, layout, combine):
             chunk = totals[..., repeat, :, :]
             if repeat == 0:
                 prefix[0] = chunk[..., 0, 0]  # the first warp adds nothing before it
-                last = np.concatenate([chunk[..., :1, :], combine(np.stack(prefix[1:], -1)[..., None], chunk[..., 1:, :])],
-                                      axis=-2)
+                later = combine(np.stack(prefix[1:], -1)[..., None], chunk[..., 1:, :])
+                last = np.concatenate([chunk[..., :1, :], later], axis=-2)
             else:
                 last = combine(np.stack(prefix, -1)[..., None], chunk)
             lasts[..., repeat, :, :] = last
@@ -167,17 +222,17 @@ def scan_in_lanes(data, layout, combine):
         value[..., 0, 0, 0] = own[e][..., 0, 0, 0]  # the very first thread adds nothing before it
         scanned.append(value)
     scanned.append(lasts)
-    return np.stack(scanned, axis=-1).reshape(data.shape)
+    return np.stack(scanned, axis=-1)
 
 
 def added(dtype):
     """``combine`` for a sum: each add rounded to ``dtype``."""
     def add(left, right):
-        with np.errstate(over="ignore", invalid="ignore"):
-            if isinstance(left, tuple):
-                return ((left[0] + right[0]).astype(dtype, copy=False),)
-            return (left + right).astype(dtype, copy=False)
+        if isinstance(left, tuple):
+            return ((left[0] + right[0]).astype(dtype, copy=False),)
+        return (left + right).astype(dtype, copy=False)
 
+    add.kwshim_sum = True  # reduce_in_lanes adds in place
     return add
 
 
@@ -187,10 +242,9 @@ def arg_combine(kind, tie_break_left=True):
     neither, so where it meets decides what is kept."""
     def combine(left, right):
         (value, index), (other, other_index) = left, right
-        with np.errstate(invalid="ignore"):
-            keep = value > other if kind == "max" else value < other
-            if tie_break_left:
-                keep |= (value == other) & (index < other_index)
+        keep = value > other if kind == "max" else value < other
+        if tie_break_left:
+            keep |= (value == other) & (index < other_index)
         return np.where(keep, value, other), np.where(keep, index, other_index)
 
     return combine
