@@ -104,15 +104,18 @@ def reduce_in_lanes(values, layout, combine, product=None):
             return (_compiled_sum(kernel, values[0], product, held[0].shape[-4:]),)
     order = [(r, e) for r in range(repeats) for e in range(per_thread)]
     with np.errstate(over="ignore", invalid="ignore"):
-        if product is None and getattr(combine, "kwshim_sum", False):
-            return (_summed(held[0], order),)
-        if product is None:
-            accumulated = tuple(h[..., 0, :, :, 0] for h in held)
-            for repeat, element in order[1:]:
-                accumulated = combine(accumulated, tuple(h[..., repeat, :, :, element] for h in held))
-        else:
-            accumulated = (_contracted(held[0], _held(np.broadcast_arrays(*product, values[0])[:2], layout),
-                                       order),)
+        if product is not None:  # a fresh array: the butterfly adds in place
+            factors = _held(np.broadcast_arrays(*product, values[0])[:2], layout)
+            return (_butterfly_sum(np.array(_contracted(held[0], factors, order))),)
+        if getattr(combine, "kwshim_sum", False):
+            r, e = order[0]
+            total = held[0][..., r, :, :, e].copy()
+            for r, e in order[1:]:
+                np.add(total, held[0][..., r, :, :, e], out=total)
+            return (_butterfly_sum(total),)
+        accumulated = tuple(h[..., 0, :, :, 0] for h in held)
+        for repeat, element in order[1:]:
+            accumulated = combine(accumulated, tuple(h[..., repeat, :, :, element] for h in held))
         return _halving(_halving(accumulated, combine), combine)
 
 
@@ -129,13 +132,9 @@ def _compiled_sum(kernel, values, product, held_shape):
     return out.reshape(values.shape[:-1])
 
 
-def _summed(held, order):
-    """``reduce_in_lanes`` of a plain sum, in place: each add rounded to the values' type."""
-    r, e = order[0]
-    total = held[..., r, :, :, e].copy()
-    for r, e in order[1:]:
-        np.add(total, held[..., r, :, :, e], out=total)
-    for _ in range(2):  # the lanes, then the warps
+def _butterfly_sum(total):
+    """The butterfly of a sum over the lanes (the last axis), then the warps, in place."""
+    for _ in range(2):
         while total.shape[-1] > 1:
             half = total.shape[-1] // 2
             np.add(total[..., :half], total[..., half:], out=total[..., :half])
