@@ -133,15 +133,16 @@ def _alternating(runs, *measures):
 
 @contextlib.contextmanager
 def _without_fast():
-    """The NumPy code where ``kwshim[fast]`` would compile (the fused multiply-add): the same bits."""
+    """The NumPy code where ``kwshim[fast]`` would compile (the fused multiply-add, fp32 lane-order
+    sums): the same bits."""
     from kwshim.interpreter import compiled
 
-    made = compiled.fma_ufunc
-    compiled.fma_ufunc = lambda: None
+    made = compiled.fma_ufunc, compiled.lane_sum_kernel
+    compiled.fma_ufunc = compiled.lane_sum_kernel = lambda: None
     try:
         yield
     finally:
-        compiled.fma_ufunc = made
+        compiled.fma_ufunc, compiled.lane_sum_kernel = made
 
 
 def _floor_seconds(floors, inputs):
