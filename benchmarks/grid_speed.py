@@ -134,15 +134,15 @@ def _alternating(runs, *measures):
 @contextlib.contextmanager
 def _without_fast():
     """The NumPy code where ``kwshim[fast]`` would compile (the fused multiply-add, fp32 lane-order
-    sums): the same bits."""
+    sums and cumsums): the same bits."""
     from kwshim.interpreter import compiled
 
-    made = compiled.fma_ufunc, compiled.lane_sum_kernel
-    compiled.fma_ufunc = compiled.lane_sum_kernel = lambda: None
+    made = compiled.fma_ufunc, compiled.lane_sum_kernel, compiled.lane_scan_kernel
+    compiled.fma_ufunc = compiled.lane_sum_kernel = compiled.lane_scan_kernel = lambda: None
     try:
         yield
     finally:
-        compiled.fma_ufunc, compiled.lane_sum_kernel = made
+        compiled.fma_ufunc, compiled.lane_sum_kernel, compiled.lane_scan_kernel = made
 
 
 def _floor_seconds(floors, inputs):

@@ -190,3 +190,24 @@ def test_the_compiled_lane_sum_adds_as_the_numpy_lane_order(contracted, monkeypa
         if not contracted:  # and the order shows: NumPy's pairwise sum differs somewhere
             assert (np.sum(x, axis=-1).view(np.int32) != in_numpy.view(np.int32)).any() or n <= 8
     assert compared > 10000
+
+
+@numba_installed
+def test_the_compiled_lane_scan_adds_as_the_numpy_lane_order(monkeypatch):
+    """fp32 ``tl.cumsum`` in the lane order compiled (``compiled.lane_scan_kernel``) and in NumPy
+    (``lane_order``): the same bits for rows of 16 to 2048 and both axes of 2-D blocks, one to eight
+    warps, one lane, one warp or several along the axis."""
+    from kwshim.interpreter import lane_order
+
+    rng = np.random.default_rng(11)
+    cases = [((16,), 4, 0), ((64,), 4, 0), ((512,), 1, 0), ((2048,), 8, 0), ((16, 64), 4, 0), ((16, 64), 4, 1),
+             ((256, 8), 4, 0), ((8, 256), 4, 1), ((4, 1024), 4, 0), ((64, 128), 8, 1)]
+    for shape, warps, axis in cases:
+        layout = lane_order.blocked_layout(shape, 4, warps)[axis]
+        n = shape[axis]
+        x = (rng.standard_normal((2 ** 15 // n, n)) * rng.choice([1, 1e4, 1e-4], (2 ** 15 // n, n))).astype(np.float32)
+        monkeypatch.setattr(compiled, "COMPILED_FROM", 1 << 62)
+        in_numpy = lane_order.scan_in_lanes(x, layout, lane_order.added(np.float32))
+        monkeypatch.setattr(compiled, "COMPILED_FROM", 0)
+        in_numba = lane_order.scan_in_lanes(x, layout, lane_order.added(np.float32))
+        assert (in_numba.view(np.int32) == in_numpy.view(np.int32)).all(), (shape, warps, axis)

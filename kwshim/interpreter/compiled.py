@@ -15,8 +15,9 @@ broadcasting (the program axis) and strides stay NumPy's. numexpr installs as ea
 fused multiply-add and no control of rounding; a C extension would need a compiler. Each ufunc
 compiles on first use (under a second) and is cached on disk (numba's ``cache=True``).
 
-An fp32 ``tl.sum`` in the GPU's lane order (``lane_order``) is a compiled loop here too: NumPy
-adds a row's elements thread by thread in 8 to 16 strided passes, 7 times ``np.sum``'s time.
+An fp32 ``tl.sum`` and ``tl.cumsum`` in the GPU's lane order (``lane_order``) are compiled loops
+here too: NumPy adds a row's elements thread by thread in 8 to 16 strided passes, 7 times
+``np.sum``'s time (a scan, 9 times ``np.cumsum``'s).
 
 Without numba, the NumPy code is what runs, and it gives the same bits: ``tests/test_compiled.py``
 compares the two on millions of random and tie-heavy operands.
@@ -26,7 +27,8 @@ import functools
 
 import numpy as np
 
-__all__ = ["COMPILED_FROM", "LOG2_E", "SMALLEST_NORMAL", "engine", "ufunc_for", "fma_ufunc", "lane_sum_for"]
+__all__ = ["COMPILED_FROM", "LOG2_E", "SMALLEST_NORMAL", "engine", "ufunc_for", "fma_ufunc", "lane_sum_for",
+           "lane_scan_for"]
 
 #: The fewest elements worth a compiled loop: below, NumPy's code runs (the same bits), so that a
 #: process of small launches never pays numba's start (about a second: its import, its compiler).
@@ -148,3 +150,86 @@ def lane_sum_kernel():
             out[row] = partial[0]
 
     return lane_sum
+
+
+def lane_scan_for(size):
+    """The compiled fp32 lane-order cumsum (``lane_scan_kernel``) for a block of ``size`` elements,
+    or None (below ``COMPILED_FROM``, or without numba): then ``lane_order``'s NumPy code runs."""
+    return lane_scan_kernel() if size >= COMPILED_FROM else None
+
+
+@functools.lru_cache(maxsize=None)
+def lane_scan_kernel():
+    """``lane_scan(values, repeats, warps, lanes, per_thread, out)``: each fp32 row of ``values``
+    (rows, n) scanned as ``lane_order.scan_in_lanes`` scans it, into ``out``. None without numba."""
+    if engine() != "numba":
+        return None
+    from numba import njit
+
+    @njit(cache=True)
+    def lane_scan(values, repeats, warps, lanes, per_thread, out):
+        threads = repeats * warps * lanes
+        totals = np.empty(threads, values.dtype)  # each thread's total, then scanned over the lanes
+        older = np.empty(lanes, values.dtype)
+        before = np.empty(threads, values.dtype)  # what comes before each thread's elements
+        lasts = np.empty(threads, values.dtype)
+        prefix = np.empty(warps, values.dtype)
+        for row in range(values.shape[0]):
+            for thread in range(threads):  # the thread's own scan
+                i = thread * per_thread
+                out[row, i] = values[row, i]
+                for e in range(1, per_thread):
+                    out[row, i + e] = out[row, i + e - 1] + values[row, i + e]
+                totals[thread] = out[row, i + per_thread - 1]
+            for chunk in range(repeats * warps):  # Hillis-Steele over each warp's lanes
+                start = chunk * lanes
+                step = 1
+                while step < lanes:
+                    for lane in range(lanes):
+                        older[lane] = totals[start + lane]
+                    for lane in range(step, lanes):
+                        totals[start + lane] = older[lane - step] + older[lane]
+                    step *= 2
+            if warps > 1:
+                running = values[row, 0]
+                started = False
+                for r in range(repeats):
+                    for warp in range(warps):
+                        prefix[warp] = running
+                    for warp in range(warps):
+                        total = totals[(r * warps + warp) * lanes + lanes - 1]
+                        running = running + total if started else total
+                        started = True
+                        for later in range(warp + 1, warps):
+                            prefix[later] = running
+                    for warp in range(warps):
+                        start = (r * warps + warp) * lanes
+                        for lane in range(lanes):
+                            if r == 0 and warp == 0:
+                                lasts[start + lane] = totals[start + lane]
+                            else:
+                                lasts[start + lane] = prefix[warp] + totals[start + lane]
+                        before[start] = totals[start] if r == 0 and warp == 0 else prefix[warp]
+                        for lane in range(1, lanes):
+                            before[start + lane] = lasts[start + lane - 1]
+            else:
+                carried = values[row, 0]
+                for r in range(repeats):
+                    start = r * lanes
+                    for lane in range(lanes):
+                        lasts[start + lane] = carried + totals[start + lane] if r else totals[start + lane]
+                    if lanes > 1:
+                        before[start] = carried if r else lasts[start]
+                        for lane in range(1, lanes):
+                            before[start + lane] = lasts[start + lane - 1]
+                    else:
+                        before[start] = lasts[start]
+                    carried = lasts[start + lanes - 1]
+            for thread in range(threads):
+                i = thread * per_thread
+                if thread > 0:  # the very first thread adds nothing before it
+                    for e in range(per_thread - 1):
+                        out[row, i + e] = before[thread] + out[row, i + e]
+                out[row, i + per_thread - 1] = lasts[thread]
+
+    return lane_scan

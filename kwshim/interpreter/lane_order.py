@@ -165,8 +165,16 @@ def _contracted(held, factors, order):
 def scan_in_lanes(data, layout, combine):
     """The inclusive scan over the last axis of ``data`` for an axis laid out as ``layout``, as
     ``ScanOpToLLVM`` orders it. ``combine(left, right)`` takes and gives arrays."""
+    (held,) = _held((data,), layout)
+    if getattr(combine, "kwshim_sum", False) and data.dtype == np.float32:
+        kernel = compiled.lane_scan_for(data.size)
+        if kernel is not None:
+            rows = np.ascontiguousarray(data.reshape(-1, data.shape[-1]))
+            out = np.empty_like(rows)
+            kernel(rows, *held.shape[-4:], out)
+            return out.reshape(data.shape)
     with np.errstate(over="ignore", invalid="ignore"):
-        return _scan(_held((data,), layout)[0], combine).reshape(data.shape)
+        return _scan(held, combine).reshape(data.shape)
 
 
 def _scan(held, combine):
