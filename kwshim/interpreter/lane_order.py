@@ -39,15 +39,9 @@ import numpy as np
 from . import compiled
 from .fma import fma_chain
 
-__all__ = ["blocked_layout", "reduce_in_lanes", "scan_in_lanes", "added", "arg_combine",
-           "extremum", "lane_sum", "size_per_thread", "loaded_as"]
+__all__ = ["blocked_layout", "reduce_in_lanes", "scan_in_lanes", "added", "arg_combine", "extremum", "loaded_as"]
 
 WARP = 32
-
-
-def size_per_thread(n, warps, itemsize):
-    """The elements of an ``n``-element row each thread holds (16 bytes at most, 1 at least)."""
-    return max(1, min(16 // itemsize, n // (WARP * warps)))
 
 
 @functools.lru_cache(maxsize=256)
@@ -265,12 +259,6 @@ def extremum(kind):
         return (function(left[0], right[0]),)
 
     return combine
-
-
-def lane_sum(data, warps):
-    """The sum over the last axis of ``data`` (a row per leading index) as ``warps`` warps add it."""
-    layout = blocked_layout((data.shape[-1],), data.dtype.itemsize, warps)[0]
-    return reduce_in_lanes((data,), layout, added(data.dtype))[0]
 
 
 def loaded_as(result, *sources):
