@@ -170,7 +170,7 @@ def test_the_compiled_lane_sum_adds_as_the_numpy_lane_order(contracted, monkeypa
     """fp32 ``tl.sum`` in the lane order compiled (``compiled.lane_sum_kernel``) and in NumPy
     (``lane_order``): the same bits for rows of 8 to 4096 elements, one to eight warps, one element a
     thread or several, plain and of products contracted into fmas, with magnitudes mixed so that the
-    order shows."""
+    order shows. Once loaded, the compiled loop takes small blocks too."""
     from kwshim.interpreter import lane_order
 
     rng = np.random.default_rng(7)
@@ -181,15 +181,18 @@ def test_the_compiled_lane_sum_adds_as_the_numpy_lane_order(contracted, monkeypa
         x = (rng.standard_normal((rows, n)) * rng.choice([1, 1e4, 1e-4], (rows, n))).astype(np.float32)
         y = rng.standard_normal((rows, n)).astype(np.float32)
         values, product = ((x * y).astype(np.float32), (x, y)) if contracted else (x, None)
-        monkeypatch.setattr(compiled, "COMPILED_FROM", 1 << 62)
+        monkeypatch.setattr(compiled, "lane_sum_for", lambda size: None)
         in_numpy = lane_order.reduce_in_lanes((values,), layout, lane_order.added(np.float32), product)[0]
-        monkeypatch.setattr(compiled, "COMPILED_FROM", 0)
+        monkeypatch.setattr(compiled, "lane_sum_for", lambda size: compiled.lane_sum_kernel())
         in_numba = lane_order.reduce_in_lanes((values,), layout, lane_order.added(np.float32), product)[0]
         assert in_numba.view(np.int32).tolist() == in_numpy.view(np.int32).tolist(), (n, warps)
         compared += rows
         if not contracted:  # and the order shows: NumPy's pairwise sum differs somewhere
             assert (np.sum(x, axis=-1).view(np.int32) != in_numpy.view(np.int32)).any() or n <= 8
     assert compared > 10000
+    monkeypatch.undo()
+    compiled.lane_sum_for(2 ** 15)  # a large block loads it: then a 2-row block takes it
+    assert compiled.lane_sum_for(2 * 1024) is compiled.lane_sum_kernel()
 
 
 @numba_installed
@@ -206,8 +209,8 @@ def test_the_compiled_lane_scan_adds_as_the_numpy_lane_order(monkeypatch):
         layout = lane_order.blocked_layout(shape, 4, warps)[axis]
         n = shape[axis]
         x = (rng.standard_normal((2 ** 15 // n, n)) * rng.choice([1, 1e4, 1e-4], (2 ** 15 // n, n))).astype(np.float32)
-        monkeypatch.setattr(compiled, "COMPILED_FROM", 1 << 62)
+        monkeypatch.setattr(compiled, "lane_scan_for", lambda size: None)
         in_numpy = lane_order.scan_in_lanes(x, layout, lane_order.added(np.float32))
-        monkeypatch.setattr(compiled, "COMPILED_FROM", 0)
+        monkeypatch.setattr(compiled, "lane_scan_for", lambda size: compiled.lane_scan_kernel())
         in_numba = lane_order.scan_in_lanes(x, layout, lane_order.added(np.float32))
         assert (in_numba.view(np.int32) == in_numpy.view(np.int32)).all(), (shape, warps, axis)
