@@ -92,11 +92,17 @@ _LOADED = {}
 
 def lane_sum_for(size):
     """The compiled fp32 lane-order sum (``lane_sum_kernel``) for a block of ``size`` elements, or
-    None (below ``COMPILED_FROM`` until a larger block loaded it, or without numba): then
-    ``lane_order``'s NumPy code runs. Once loaded, a 2-row sum costs 10 µs here, 60-110 in NumPy."""
-    if size < COMPILED_FROM and not _LOADED.get("sum"):
+    None (``_loaded``): then ``lane_order``'s NumPy code runs. Once loaded, a 2-row sum costs 10 µs
+    here, 60-110 in NumPy."""
+    return _loaded("sum", size, lane_sum_kernel)
+
+
+def _loaded(name, size, make):
+    """``make()`` for a block of ``size`` elements: from ``COMPILED_FROM`` on, and for any size once
+    a larger block has loaded it; None below, or without numba."""
+    if size < COMPILED_FROM and not _LOADED.get(name):
         return None
-    kernel = _LOADED["sum"] = lane_sum_kernel()
+    kernel = _LOADED[name] = make()
     return kernel
 
 
@@ -162,12 +168,8 @@ def lane_sum_kernel():
 
 def lane_scan_for(size):
     """The compiled fp32 lane-order cumsum (``lane_scan_kernel``) for a block of ``size`` elements,
-    or None (below ``COMPILED_FROM`` until a larger block loaded it, or without numba): then
-    ``lane_order``'s NumPy code runs."""
-    if size < COMPILED_FROM and not _LOADED.get("scan"):
-        return None
-    kernel = _LOADED["scan"] = lane_scan_kernel()
-    return kernel
+    or None (``_loaded``): then ``lane_order``'s NumPy code runs."""
+    return _loaded("scan", size, lane_scan_kernel)
 
 
 @functools.lru_cache(maxsize=None)

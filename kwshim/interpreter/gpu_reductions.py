@@ -53,9 +53,10 @@ def reduction_class(cls):
         return added
 
     def in_lanes(self, input):
-        """``(arrange, layout, finish)`` for a float block of 1 or 2 axes: ``arrange(array)`` puts
-        the reduced axis of an array of the block's shape last, ``layout`` is that axis' layout and
-        ``finish(result)`` gives a result its axes back; None for any other block."""
+        """``(data, arrange, layout, finish)`` for a float block of 1 or 2 axes: ``data`` with the
+        reduced axis last, ``arrange(array)`` the same for another array of the block's shape,
+        ``layout`` that axis' layout and ``finish(result)`` a result with its axes back; None for
+        any other block."""
         shape, axis = input.handle.data.shape, self.axis
         batched = int(getattr(self, "kwshim_program_axis", False))  # batched: programs first
         whole = axis is None  # a whole block: one row, in row-major order (Triton reshapes it)
@@ -77,15 +78,14 @@ def reduction_class(cls):
                 return result.reshape((1,) * len(shape)) if whole else np.expand_dims(result, axis)
             return result
 
-        return arrange, layout, finish
+        return arrange(input.handle.data), arrange, layout, finish
 
     def summed(operation):
         def added(self, input):
             lanes = in_lanes(self, input)
             if lanes is None:
                 return operation(self, input)
-            arrange, layout, finish = lanes
-            data = arrange(input.handle.data)
+            data, arrange, layout, finish = lanes
             factors = getattr(input.handle, "kwshim_factors", None)  # a product just computed: LLVM
             product = None if factors is None or not gpu_arithmetic.fusion_enabled() else \
                 (arrange(factors[0]), arrange(factors[1]))  # contracts its adds into fmas
@@ -100,8 +100,7 @@ def reduction_class(cls):
             lanes = in_lanes(self, values)
             if lanes is None:
                 return operation(self, input, val_reduce_op, idx_reduce_op)
-            arrange, layout, finish = lanes
-            data = arrange(values.handle.data)
+            data, _, layout, finish = lanes
             kind = "max" if val_reduce_op in (np.max, np.nanmax) or idx_reduce_op in (np.argmax, np.nanargmax) \
                 else "min"
             if idx_reduce_op is None:
@@ -126,8 +125,7 @@ def reduction_class(cls):
             lanes = in_lanes(self, input)
             if lanes is None:
                 return operation(self, input)
-            arrange, layout, finish = lanes
-            data = arrange(input.handle.data)
+            data, _, layout, finish = lanes
             result = lane_order.scan_in_lanes(data, layout, lane_order.added(data.dtype))
             return [self.to_tensor(finish(result, scan=True), input.dtype)]
 
