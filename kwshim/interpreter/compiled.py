@@ -87,7 +87,7 @@ def fma_ufunc():
 
 
 #: The lane-order loops this process has compiled or loaded: smaller blocks use them from then on.
-_LOADED = {}
+_LOADED: dict = {}
 
 
 def lane_sum_for(size):
