@@ -152,12 +152,18 @@ def cases():
     return found
 
 
+def _bits(tensor):
+    """``tensor``'s elements as signed integers of their width, on the CPU."""
+    import torch
+
+    return tensor.view({torch.float32: torch.int32}.get(tensor.dtype, torch.int16)).cpu().numpy()
+
+
 def run_case(case, device):
     import torch
 
     name, kernel_kind, op, dtype_name, shape, warps, kinds = case
     dtype = {"fp32": torch.float32, "fp16": torch.float16, "bf16": torch.bfloat16}[dtype_name]
-    bits = {torch.float32: torch.int32}.get(dtype, torch.int16)
     outputs, compiled = {}, None
     for kind in kinds:
         seed = sum(shape) + warps + len(op)
@@ -184,10 +190,10 @@ def run_case(case, device):
             for _ in range(3):  # the same bits each time, or a race
                 out = torch.zeros(addresses, dtype=dtype, device=device)
                 compiled = atomic_kernel[(1,)](x, out, N=n, ADDRESSES=addresses, num_warps=warps)
-                runs.append(out.view(bits).cpu().numpy().copy())
+                runs.append(_bits(out).copy())
             outputs[kind] = {"out": runs[0].tolist(), "repeatable": all((r == runs[0]).all() for r in runs)}
             continue
-        entry = {"out": out.view({torch.float32: torch.int32}.get(out.dtype, torch.int16)).cpu().numpy().tolist()}
+        entry = {"out": _bits(out).tolist()}
         if "idx" in op:
             entry["index"] = index.cpu().numpy().tolist()[:out.numel()]
         outputs[kind] = entry

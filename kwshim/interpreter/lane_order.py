@@ -227,13 +227,12 @@ def _scan(held, combine):
 
 
 def added(dtype):
-    """``combine`` for a sum: each add rounded to ``dtype``."""
+    """``combine`` for a sum: each add rounded to ``dtype`` (arrays: a scan's steps; marked, so that
+    ``reduce_in_lanes`` adds in place instead of calling it)."""
     def add(left, right):
-        if isinstance(left, tuple):
-            return ((left[0] + right[0]).astype(dtype, copy=False),)
         return (left + right).astype(dtype, copy=False)
 
-    add.kwshim_sum = True  # reduce_in_lanes adds in place
+    add.kwshim_sum = True
     return add
 
 
