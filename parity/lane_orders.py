@@ -41,9 +41,8 @@ BLOCK_OPS = {"sum0": ("signed", "large"), "sum1": ("signed", "large"), "cumsum0"
 ATOMIC_SHAPES = [(64, 4, 1), (256, 4, 4), (256, 16, 4), (1024, 8, 8)]  # (N, addresses, num_warps)
 DTYPES = ("fp32", "fp16", "bf16")
 KEPT = 128
-#: Where the H200's bits are not modelled (``kwshim/interpreter/lane_order.py`` says why): the case
-#: names, for the arg reductions whose result the GPU reads from another lane, and the count of
-#: 16-bit sums of squares (of 24 cases, 192 rows) whose contraction into fmas differs.
+#: Where the H200's bits are not modelled (``kwshim/interpreter/lane_order.py`` says why): the arg
+#: reductions whose result the GPU reads from another lane.
 NOT_MODELLED = {"block max_idx1 fp32 M=64 N=128 num_warps=8", "block max_idx1 fp32 M=128 N=64 num_warps=4",
                 "block max_idx1 fp16 M=8 N=256 num_warps=4", "block max_idx1 bf16 M=8 N=256 num_warps=4"}
 
