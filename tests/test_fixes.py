@@ -225,3 +225,30 @@ def test_map_elementwise_calls_its_scalar_function_per_element_under_the_switch(
     assert quotient.tolist() == torch.div(x, y, rounding_mode="trunc").tolist()
     assert rest.tolist() == torch.fmod(x, y).tolist()
     assert (tl.map_elementwise, tl.core.map_elementwise) == before
+
+
+@needs_block_loads
+def test_map_elementwise_of_a_function_returning_a_tuple_gives_a_tuple_as_compiled_triton_does():
+    """A scalar function returning a tuple gives a tuple, one tensor for each group of ``pack``
+    results, even a tuple of one (compiled Triton unpacks only a single returned tensor); storing
+    it whole is the front end's "cannot convert" there, and was a silent store here."""
+    if not hasattr(tl, "map_elementwise"):
+        pytest.skip("this release has no tl.map_elementwise")
+
+    @triton.jit
+    def swapped(x0, x1):
+        return x1, x0
+
+    @triton.jit
+    def kernel(x_ptr, out_ptr, WHOLE: tl.constexpr):
+        offsets = tl.arange(0, 8)
+        y = tl.map_elementwise(swapped, tl.load(x_ptr + offsets), pack=2)
+        tl.store(out_ptr + offsets, y if WHOLE else y[0])
+
+    x = torch.arange(8, dtype=torch.int32)
+    out = torch.zeros(8, dtype=torch.int32)
+    with kwshim.activate():
+        kernel[(1,)](x, out, WHOLE=False)
+        assert out.tolist() == [1, 0, 3, 2, 5, 4, 7, 6]
+        with pytest.raises(Exception, match="cannot convert"):
+            kernel[(1,)](x, out, WHOLE=True)

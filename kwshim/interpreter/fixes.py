@@ -115,8 +115,9 @@ def _cpu_sort(original):
 def _map_elementwise(original):
     """``tl.map_elementwise`` as compiled Triton maps it: the arguments broadcast, then the scalar
     function called on each element (``pack`` consecutive elements of every argument at a time, its
-    results grouped by output), its Python control flow taken per element. A batch of programs runs
-    it as the loop (``Fallback``): the per-element calls are the program's own."""
+    results grouped by output: a tuple of them wherever the function returns a tuple, even of one),
+    its Python control flow taken per element. A batch of programs runs it as the loop
+    (``Fallback``): the per-element calls are the program's own."""
 
     def map_elementwise(scalar_fn, *args, pack=1, **kwargs):
         import triton.language as tl
@@ -139,6 +140,7 @@ def _map_elementwise(original):
             scalars = [tl.tensor(interpreter.TensorHandle(column[start + j:start + j + 1].copy(), handle.dtype),
                                  a.dtype) for a, handle, column in zip(args, handles, columns) for j in range(pack)]
             out = scalar_fn(*scalars)
+            single = not isinstance(out, tuple)
             out = [interpreter._implicit_cvt(value) if not isinstance(value, tl.tensor) else value
                    for value in (out if isinstance(out, tuple) else (out,))]
             if results is None:
@@ -150,7 +152,7 @@ def _map_elementwise(original):
                                                           .reshape(shape), first.handle.dtype),
                                  tl.block_type(first.dtype, list(shape)) if shape else first.dtype)
                        for first, values in results)
-        return mapped[0] if len(mapped) == 1 else mapped
+        return mapped[0] if single else mapped
 
     map_elementwise.__name__ = "map_elementwise"
     map_elementwise.__wrapped__ = original
