@@ -221,19 +221,23 @@ def arithmetic_class(base):
 
         def create_fadd(self, lhs, rhs):
             if _factors(lhs) is not None and fusion_enabled():  # LLVM tries the left operand first
-                return _fused(interpreter, lhs, rhs, False, False)
+                return lane_order.keeps_layout(_fused(interpreter, lhs, rhs, False, False), lhs, rhs)
             if _factors(rhs) is not None and fusion_enabled():
-                return _fused(interpreter, rhs, lhs, False, False)
+                return lane_order.keeps_layout(_fused(interpreter, rhs, lhs, False, False), lhs, rhs)
             return base.create_fadd(self, lhs, rhs)
 
         def create_fsub(self, lhs, rhs):
             if _factors(lhs) is not None and fusion_enabled():  # x * y - z: fma(x, y, -z)
-                return _fused(interpreter, lhs, rhs, False, True)
+                return lane_order.keeps_layout(_fused(interpreter, lhs, rhs, False, True), lhs, rhs)
             if _factors(rhs) is not None and fusion_enabled():  # z - x * y: fma(-x, y, z)
-                return _fused(interpreter, rhs, lhs, True, False)
+                return lane_order.keeps_layout(_fused(interpreter, rhs, lhs, True, False), lhs, rhs)
             return base.create_fsub(self, lhs, rhs)
 
         def create_dot(self, a, b, d, input_precision, max_num_imprecise_acc):
+            result = self._dot(a, b, d, input_precision, max_num_imprecise_acc)
+            return lane_order.from_tensor_cores(result, a, input_precision == ieee)
+
+        def _dot(self, a, b, d, input_precision, max_num_imprecise_acc):
             a_type, b_type = a.data.dtype, b.data.dtype
             if a_type.kind in "iu" or d.data.dtype.kind in "iu":  # integer dots are exact
                 return base.create_dot(self, a, b, d, input_precision, max_num_imprecise_acc)
@@ -258,13 +262,13 @@ def arithmetic_class(base):
             if arg.data.dtype != np.float32:
                 return base.create_exp(self, arg)
             with np.errstate(over="ignore", invalid="ignore"):
-                return TensorHandle(exp_approximation(arg.data), arg.dtype.scalar)
+                return lane_order.keeps_layout(TensorHandle(exp_approximation(arg.data), arg.dtype.scalar), arg)
 
         def create_exp2(self, arg):  # ex2.approx.ftz
             if arg.data.dtype != np.float32:
                 return base.create_exp2(self, arg)
             with np.errstate(over="ignore", invalid="ignore"):
-                return TensorHandle(exp2_approximation(arg.data), arg.dtype.scalar)
+                return lane_order.keeps_layout(TensorHandle(exp2_approximation(arg.data), arg.dtype.scalar), arg)
 
         def create_erf(self, arg):  # the GPU's erf flushes subnormal results to zero
             result = base.create_erf(self, arg)

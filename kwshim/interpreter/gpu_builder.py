@@ -109,24 +109,30 @@ def gpu_builder_class(base):
 
         def cast_impl(self, src, dst_type):
             converted = convert(self, src, dst_type)  # a TensorHandle's truth is its data's: test for None
-            return lane_order.loaded_as(base.cast_impl(self, src, dst_type) if converted is None else converted, src)
+            converted = base.cast_impl(self, src, dst_type) if converted is None else converted
+            return lane_order.keeps_layout(lane_order.loaded_as(converted, src), src)
 
         def create_fp_to_fp(self, src, dst_type, rounding_mode):
             converted = convert(self, src, dst_type, rounding_mode == rtz)
             converted = base.create_fp_to_fp(self, src, dst_type, rounding_mode) if converted is None else converted
-            return lane_order.loaded_as(converted, src)
+            return lane_order.keeps_layout(lane_order.loaded_as(converted, src), src)
 
         def create_fneg(self, input):
             if input.dtype.scalar.is_fp8():
                 _refuse(f"negation of {_name(input.dtype.scalar)} values", "convert them to fp16 or fp32 first")
             # the H200 computes -x as 0 - x (parity: -(-0.0) is +0.0); a scalar zero, not a block of them
-            return TensorHandle(np.subtract(input.data.dtype.type(0), input.data), input.dtype.scalar)
+            negated = TensorHandle(np.subtract(input.data.dtype.type(0), input.data), input.dtype.scalar)
+            return lane_order.keeps_layout(negated, input)
+
+        def create_select(self, condition, lhs, rhs):
+            return lane_order.keeps_layout(base.create_select(self, condition, lhs, rhs), lhs, rhs)
 
         def create_dot(self, a, b, d, *args, **kwargs):
             if is_ml_dtype(a.data.dtype) or is_ml_dtype(b.data.dtype):
                 wide = np.matmul(a.data.astype(np.float32), b.data.astype(np.float32))
-                return TensorHandle((wide + d.data).astype(d.data.dtype), d.dtype.scalar)
-            return base.create_dot(self, a, b, d, *args, **kwargs)
+                return lane_order.from_tensor_cores(TensorHandle((wide + d.data).astype(d.data.dtype), d.dtype.scalar),
+                                                    a, False)
+            return lane_order.from_tensor_cores(base.create_dot(self, a, b, d, *args, **kwargs), a, True)
 
         def create_masked_load(self, ptrs, mask, other, *args, **kwargs):
             element = ptrs.get_element_ty()
@@ -261,12 +267,15 @@ def _refusing_fp8(name, operation, ufunc=None):
     def calling_binary_op(self, lhs, rhs):
         if lhs.data.dtype.itemsize == 1:  # a float operation on 8-bit data: fp8
             refuse(lhs)
-        return self.binary_op(lhs, rhs, ufunc)
+        result = self.binary_op(lhs, rhs, ufunc)
+        if hasattr(lhs, "kwshim_tensor_cores") or hasattr(rhs, "kwshim_tensor_cores"):
+            lane_order.keeps_layout(result, lhs, rhs)
+        return result
 
     def calling_operation(self, lhs, *rest):
         if lhs.data.dtype.itemsize == 1:
             refuse(lhs)
-        return operation(self, lhs, *rest)
+        return lane_order.keeps_layout(operation(self, lhs, *rest), lhs, *rest)
 
     checked = calling_operation if ufunc is None else calling_binary_op
 

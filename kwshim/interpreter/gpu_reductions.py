@@ -52,11 +52,12 @@ def reduction_class(cls):
 
         return added
 
-    def in_lanes(self, input):
-        """``(data, arrange, layout, finish)`` for a float block of 1 or 2 axes: ``data`` with the
-        reduced axis last, ``arrange(array)`` the same for another array of the block's shape,
+    def in_lanes(self, input, scan=False):
+        """``(data, arrange, layout, finish, order)`` for a float block of 1 or 2 axes: ``data`` with
+        the reduced axis last, ``arrange(array)`` the same for another array of the block's shape,
         ``layout`` that axis' layout and ``finish(result)`` a result with its axes back; None for
-        any other block."""
+        any other block. A reduction of a ``tl.dot`` result (not a scan) takes the tensor cores'
+        layout: ``data``'s last axis is in ``order`` (``lane_order.tensor_core_order``), else None."""
         shape, axis = input.handle.data.shape, self.axis
         batched = int(getattr(self, "kwshim_program_axis", False))  # batched: programs first
         whole = axis is None  # a whole block: one row, in row-major order (Triton reshapes it)
@@ -66,10 +67,14 @@ def reduction_class(cls):
         warps = 4 if special_registers.launch_warps is None else special_registers.launch_warps
         itemsize = getattr(input.handle, "kwshim_loaded_itemsize", input.handle.data.dtype.itemsize)
         layout = lane_order.blocked_layout(tuple(block), itemsize, warps)[0 if whole else axis - batched]
+        order, cores = None, getattr(input.handle, "kwshim_tensor_cores", None)
+        if cores is not None and not (whole or scan) and tuple(block) == tuple(cores):
+            order, layout = lane_order.tensor_core_order(tuple(block), warps, axis - batched)
 
         def arrange(array):
             array = np.broadcast_to(array, shape)
-            return array.reshape(shape[:batched] + (-1,)) if whole else np.moveaxis(array, axis, -1)
+            array = array.reshape(shape[:batched] + (-1,)) if whole else np.moveaxis(array, axis, -1)
+            return array if order is None else array[..., order]
 
         def finish(result, scan=False):
             if scan:
@@ -78,14 +83,14 @@ def reduction_class(cls):
                 return result.reshape((1,) * len(shape)) if whole else np.expand_dims(result, axis)
             return result
 
-        return arrange(input.handle.data), arrange, layout, finish
+        return arrange(input.handle.data), arrange, layout, finish, order
 
     def summed(operation):
         def added(self, input):
             lanes = in_lanes(self, input)
             if lanes is None:
                 return operation(self, input)
-            data, arrange, layout, finish = lanes
+            data, arrange, layout, finish, _ = lanes
             factors = getattr(input.handle, "kwshim_factors", None)  # a product just computed: LLVM
             product = None if factors is None or not gpu_arithmetic.fusion_enabled() else \
                 (arrange(factors[0]), arrange(factors[1]))  # contracts its adds into fmas
@@ -100,7 +105,7 @@ def reduction_class(cls):
             lanes = in_lanes(self, values)
             if lanes is None:
                 return operation(self, input, val_reduce_op, idx_reduce_op)
-            data, _, layout, finish = lanes
+            data, _, layout, finish, order = lanes
             kind = "max" if val_reduce_op in (np.max, np.nanmax) or idx_reduce_op in (np.argmax, np.nanargmax) \
                 else "min"
             if idx_reduce_op is None:
@@ -111,10 +116,12 @@ def reduction_class(cls):
             fast = any(self.combine_fn is getattr(tl.standard, f"_arg{which}_combine_tie_break_fast", None)
                        for which in ("max", "min"))
             if not fast and not np.isnan(data).any():  # without NaN any order keeps the first extreme
-                found = (np.argmax if kind == "max" else np.argmin)(data, axis=-1).astype(np.int32)
-                value = np.take_along_axis(data, found[..., None], axis=-1)[..., 0]
+                plain = data if order is None else data[..., np.argsort(order)]
+                found = (np.argmax if kind == "max" else np.argmin)(plain, axis=-1).astype(np.int32)
+                value = np.take_along_axis(plain, found[..., None], axis=-1)[..., 0]
             else:
-                index = np.broadcast_to(np.arange(data.shape[-1], dtype=np.int32), data.shape)
+                index = np.arange(data.shape[-1], dtype=np.int32) if order is None else order.astype(np.int32)
+                index = np.broadcast_to(index, data.shape)
                 value, found = lane_order.reduce_in_lanes((data, index), layout, lane_order.arg_combine(kind, not fast))
             return self.to_tensor(finish(value), values.dtype), self.to_tensor(finish(found), tl.int32)
 
@@ -122,10 +129,10 @@ def reduction_class(cls):
 
     def scanned(operation):
         def added(self, input):
-            lanes = in_lanes(self, input)
+            lanes = in_lanes(self, input, scan=True)
             if lanes is None:
                 return operation(self, input)
-            data, _, layout, finish = lanes
+            data, _, layout, finish, _ = lanes
             result = lane_order.scan_in_lanes(data, layout, lane_order.added(data.dtype))
             return [self.to_tensor(finish(result, scan=True), input.dtype)]
 

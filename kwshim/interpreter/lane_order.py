@@ -40,7 +40,8 @@ import numpy as np
 from . import compiled
 from .fma import fma_chain
 
-__all__ = ["blocked_layout", "reduce_in_lanes", "scan_in_lanes", "added", "arg_combine", "extremum", "loaded_as"]
+__all__ = ["blocked_layout", "tensor_core_order", "reduce_in_lanes", "scan_in_lanes", "added", "arg_combine",
+           "extremum", "loaded_as", "from_tensor_cores", "keeps_layout"]
 
 WARP = 32
 
@@ -63,6 +64,50 @@ def blocked_layout(shape, itemsize, warps):
         warp_counts[axis] = min(warps_left, room) if axis else warps_left
         warps_left //= warp_counts[axis]
     return [(per_thread[a], lanes[a], warp_counts[a]) for a in range(len(shape))]
+
+
+def _mma_warps(m, n, warps):
+    """``warpsPerCTA`` of a ``tl.dot`` result of ``m x n``: ``wgmma`` (MMA version 3) for blocks of
+    64 rows or more on whole warp groups, else ``mma.sync`` (version 2), as Triton's
+    ``AccelerateMatmul`` assigns them (not for a dot feeding another dot, flash attention's second,
+    which takes every warp on the rows)."""
+    if warps % 4 == 0 and m % 64 == 0:
+        along = [4, 1]
+        while along[0] * along[1] < warps:
+            along[0 if m > 16 * along[0] else 1] *= 2
+        return 3, along
+    along, repeats = [1, 1], [max(1, m // 16), max(1, n // 8)]
+    while along[0] * along[1] < warps:
+        if repeats[0] >= repeats[1]:
+            along[0] *= 2
+            repeats[0] = max(1, repeats[0] // 2)
+        else:
+            along[1] *= 2
+            repeats[1] //= 2
+    return 2, along
+
+
+@functools.lru_cache(maxsize=256)
+def tensor_core_order(shape, warps, axis):
+    """``(order, layout)`` of ``axis`` of a ``tl.dot`` result of ``shape`` (M, N) as the tensor
+    cores leave it (``#ttg.nvidia_mma``): ``order`` the axis' indices as ``blocked_layout``'s order
+    would hold them (a thread's registers, the warps, the lanes), ``layout`` that order's triple.
+    Along N a lane holds 2 neighbours of every 8 columns, 4 lanes across; along M a lane holds rows
+    ``r`` and ``r + 8`` of every 16, 8 lanes across (measured on the H200: 40 of 40 sums)."""
+    m, n = shape
+    version, (warps_m, warps_n) = _mma_warps(m, n, warps)
+    if axis == 1:
+        warps_n = min(warps_n, n // 8)
+        width = min(256, n // warps_n) if version == 3 else 8  # the instruction's N
+        digits = [("r", n // (width * warps_n)), ("w", warps_n), ("r", width // 8), ("l", 4), ("r", 2)]
+    else:
+        warps_m = min(warps_m, m // 16)
+        digits = [("r", m // (16 * warps_m)), ("w", warps_m), ("r", 2), ("l", 8)]
+    registers = [i for i, (kind, _) in enumerate(digits) if kind == "r"]
+    warp, lane = (next(i for i, (kind, _) in enumerate(digits) if kind == wanted) for wanted in "wl")
+    indices = np.arange(shape[axis]).reshape([size for _, size in digits])
+    order = indices.transpose(registers[:-1] + [warp, lane, registers[-1]]).reshape(-1)
+    return order, (digits[registers[-1]][1], digits[lane][1], digits[warp][1])
 
 
 def _held(values, layout):
@@ -278,4 +323,25 @@ def loaded_as(result, *sources):
              if getattr(s.data, "dtype", None) is not None and s.data.dtype.kind in "fV"]
     if sizes and getattr(result.data, "dtype", None) is not None and min(sizes) < result.data.dtype.itemsize:
         result.kwshim_loaded_itemsize = min(sizes)
+    return result
+
+
+def from_tensor_cores(result, a, ieee):
+    """``result``, a ``tl.dot`` of ``a`` by another block, marked as the tensor cores' (its shape)
+    where they compute it: 8-bit and 16-bit inputs, fp32 ones but in IEEE precision (the FMA
+    path's, a blocked layout); not fp64. Reductions of it follow ``tensor_core_order``."""
+    size = a.data.dtype.itemsize
+    if size <= 2 or (size == 4 and a.data.dtype.kind == "f" and not ieee):
+        result.kwshim_tensor_cores = result.data.shape[-2:]
+    return result
+
+
+def keeps_layout(result, *sources):
+    """``result`` of an elementwise operation, keeping a source's tensor-core layout (the compiler
+    propagates the dot's layout through elementwise operations of its shape)."""
+    for source in sources:
+        shape = getattr(source, "kwshim_tensor_cores", None)
+        if shape is not None and result.data.shape[-2:] == shape:
+            result.kwshim_tensor_cores = shape
+            break
     return result
