@@ -211,15 +211,15 @@ def test_map_elementwise_calls_its_scalar_function_per_element_under_the_switch(
         pytest.skip("this release has no tl.map_elementwise")
     kernel = _mapping_kernels()
     generator = torch.Generator().manual_seed(0)
-    x = torch.randint(-50, 50, (16,), generator=generator, dtype=torch.int32)
-    y = torch.randint(1, 9, (16,), generator=generator, dtype=torch.int32)
+    x = torch.randint(-50, 50, (128,), generator=generator, dtype=torch.int32)
+    y = torch.randint(1, 9, (128,), generator=generator, dtype=torch.int32)
     y[3] = x[3] if x[3] > 0 else y[3]
-    sign, quotient, rest = (torch.zeros(16, dtype=torch.int32) for _ in range(3))
+    sign, quotient, rest = (torch.zeros(128, dtype=torch.int32) for _ in range(3))
     with pytest.raises(Exception, match="name 'compare' is not defined|new_block"):
-        kernel[(2,)](x, y, sign, quotient, rest, BLOCK=8)  # bare: the closure, then the region
+        kernel[(2,)](x, y, sign, quotient, rest, BLOCK=64, num_warps=1)  # bare: the closure, then the region
     before = (tl.map_elementwise, tl.core.map_elementwise)  # up to 3.5 a launch leaves its own patch
     with kwshim.activate(grid=grid):
-        kernel[(2,)](x, y, sign, quotient, rest, BLOCK=8)
+        kernel[(2,)](x, y, sign, quotient, rest, BLOCK=64, num_warps=1)  # 2 elements a thread
     assert sign.tolist() == ((x > y).int() - (x < y).int()).tolist()
     # the GPU's integer division truncates toward zero, its remainder takes the dividend's sign
     assert quotient.tolist() == torch.div(x, y, rounding_mode="trunc").tolist()
@@ -241,14 +241,16 @@ def test_map_elementwise_of_a_function_returning_a_tuple_gives_a_tuple_as_compil
 
     @triton.jit
     def kernel(x_ptr, out_ptr, WHOLE: tl.constexpr):
-        offsets = tl.arange(0, 8)
+        offsets = tl.arange(0, 256)
         y = tl.map_elementwise(swapped, tl.load(x_ptr + offsets), pack=2)
         tl.store(out_ptr + offsets, y if WHOLE else y[0])
 
-    x = torch.arange(8, dtype=torch.int32)
-    out = torch.zeros(8, dtype=torch.int32)
+    x = torch.arange(256, dtype=torch.int32)
+    out = torch.zeros(256, dtype=torch.int32)
     with kwshim.activate():
         kernel[(1,)](x, out, WHOLE=False)
-        assert out.tolist() == [1, 0, 3, 2, 5, 4, 7, 6]
+        assert out.tolist()[:8] == [1, 0, 3, 2, 5, 4, 7, 6] and out.tolist() == (x ^ 1).tolist()
         with pytest.raises(Exception, match="cannot convert"):
             kernel[(1,)](x, out, WHOLE=True)
+        with pytest.raises(Exception, match="cannot lower tl.map_elementwise with pack=2 over 256 elements on 8 warps"):
+            kernel[(1,)](x, out, WHOLE=False, num_warps=8)  # one element a thread: the H200 refuses it

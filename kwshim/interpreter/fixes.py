@@ -112,6 +112,20 @@ def _cpu_sort(original):
     return sort
 
 
+def _check_pack(pack, count):
+    """Refuse a ``pack`` that does not divide each thread's elements, as compiled Triton's lowering
+    does (measured on the H200: ``pack=2`` over 128 elements on 4 warps, one a thread, is refused)."""
+    from ..errors import UncompilableError
+    from .special_registers import launch_warps
+
+    threads = 32 * (4 if launch_warps is None else launch_warps)
+    if pack > 1 and count % (threads * pack):
+        raise UncompilableError(
+            f"kwshim: compiled Triton cannot lower tl.map_elementwise with pack={pack} over {count} elements on "
+            f"{threads // 32} warps (sm_90, as the H200's Triton 3.6 refuses it): pack size must be a divisor of "
+            f"the number of elements per thread, {count / threads:g} here")
+
+
 def _map_elementwise(original):
     """``tl.map_elementwise`` as compiled Triton maps it: the arguments broadcast, then the scalar
     function called on each element (``pack`` consecutive elements of every argument at a time, its
@@ -133,8 +147,7 @@ def _map_elementwise(original):
             raise Fallback("tl.map_elementwise calls its scalar function per element, in each program")
         shape = np.broadcast_shapes(*(handle.data.shape for handle in handles))
         columns = [np.broadcast_to(handle.data, shape).reshape(-1) for handle in handles]
-        if columns[0].size % pack:
-            raise ValueError(f"kwshim: tl.map_elementwise with pack={pack} over {columns[0].size} elements")
+        _check_pack(pack, columns[0].size)
         results = None
         for start in range(0, columns[0].size, pack):
             scalars = [tl.tensor(interpreter.TensorHandle(column[start + j:start + j + 1].copy(), handle.dtype),
