@@ -254,3 +254,50 @@ def test_map_elementwise_of_a_function_returning_a_tuple_gives_a_tuple_as_compil
             kernel[(1,)](x, out, WHOLE=True)
         with pytest.raises(Exception, match="cannot lower tl.map_elementwise with pack=2 over 256 elements on 8 warps"):
             kernel[(1,)](x, out, WHOLE=False, num_warps=8)  # one element a thread: the H200 refuses it
+
+
+def _scaled_dot_kernel():
+    @triton.jit
+    def kernel(a_ptr, a_scale_ptr, b_ptr, b_scale_ptr, out_ptr, M: tl.constexpr, N: tl.constexpr, K: tl.constexpr):
+        m, n = tl.arange(0, M), tl.arange(0, N)
+        a = tl.load(a_ptr + m[:, None] * (K // 2) + tl.arange(0, K // 2)[None, :])  # e2m1, two a byte
+        b = tl.load(b_ptr + tl.arange(0, K)[:, None] * N + n[None, :])  # e4m3 as bytes
+        a_scale = tl.load(a_scale_ptr + m[:, None] * (K // 32) + tl.arange(0, K // 32)[None, :])
+        b_scale = tl.load(b_scale_ptr + n[:, None] * (K // 32) + tl.arange(0, K // 32)[None, :])
+        tl.store(out_ptr + m[:, None] * N + n[None, :], tl.dot_scaled(a, a_scale, "e2m1", b, b_scale, "e4m3"))
+
+    return kernel
+
+
+@needs_block_loads
+@pytest.mark.parametrize("grid", ["sequential", "batched"])
+def test_dot_scaled_runs_where_the_interpreter_has_none(grid):
+    """``tl.dot_scaled`` of e2m1 by e4m3 with e8m0 group scales (Triton's ``test_scaled_dot``): bare
+    3.3-3.7 stop at the front end ("'str' object has no attribute 'value'") or at the builder; under
+    the switch the exact values are multiplied as the tensor cores multiply them."""
+    from kwshim.compat.interpreter import dot_scaled_reads_constexpr_formats
+
+    if not hasattr(tl, "dot_scaled") or not dot_scaled_reads_constexpr_formats():
+        pytest.skip("this release's tl.dot_scaled is not the 3.3-3.7 front end")
+    m, n, k = 16, 16, 64
+    generator = torch.Generator().manual_seed(0)
+    a = torch.randint(0, 256, (m, k // 2), generator=generator, dtype=torch.uint8)
+    b_values = torch.randint(-8, 9, (k, n), generator=generator).float() / 4  # exact in e4m3
+    b = b_values.to(torch.float8_e4m3fn).view(torch.uint8)
+    a_scale = torch.randint(124, 131, (m, k // 32), generator=generator, dtype=torch.uint8)
+    b_scale = torch.randint(124, 131, (n, k // 32), generator=generator, dtype=torch.uint8)
+    b_scale[3, 1] = 255  # NaN, as Triton's upcast makes it
+    out = torch.zeros(m, n)
+    kernel = _scaled_dot_kernel()
+    with pytest.raises(Exception, match="has no attribute 'value'|create_dot_scaled"):
+        kernel[(1,)](a, a_scale, b, b_scale, out, M=m, N=n, K=k)
+    with kwshim.activate(grid=grid):
+        kernel[(1,)](a, a_scale, b, b_scale, out, M=m, N=n, K=k)
+    magnitudes = torch.tensor([0.0, 0.5, 1.0, 1.5, 2.0, 3.0, 4.0, 6.0])
+    nibbles = torch.stack([a & 0x0F, a >> 4], dim=-1).reshape(m, k).long()
+    a_values = torch.where(nibbles & 8 != 0, -magnitudes[nibbles & 7], magnitudes[nibbles & 7])
+    a_values = a_values * torch.exp2(a_scale.float() - 127).repeat_interleave(32, dim=1)
+    b_values = b_values * torch.exp2(b_scale.float() - 127).repeat_interleave(32, dim=1).T
+    expected = (a_values.double() @ b_values.double()).float()  # every product and sum exact here
+    expected[:, 3] = float("nan")
+    assert torch.equal(out.isnan(), expected.isnan()) and torch.equal(out.nan_to_num(), expected.nan_to_num())

@@ -9,7 +9,7 @@ from .classes import import_triton, kernel_classes
 
 __all__ = ["compiler_accepts", "pristine_interpreter_methods", "interpreter_shares_launch_state",
            "interpreter_restores_patches", "run_requires_warmup", "injected_keywords", "binary_ufunc",
-           "native_masked_load", "native_masked_store"]
+           "native_masked_load", "native_masked_store", "dot_scaled_reads_constexpr_formats"]
 
 
 @functools.lru_cache(maxsize=None)
@@ -210,3 +210,25 @@ def native_masked_store(builder_class) -> bool:
 def _uses_exactly(method, names) -> bool:
     code = getattr(method, "__code__", None)
     return code is not None and frozenset(code.co_names) == names
+
+
+@functools.lru_cache(maxsize=None)
+def dot_scaled_reads_constexpr_formats() -> bool:
+    """Whether the front end's ``dot_scaled`` reads its formats' ``.value`` (3.3-3.7), which
+    compiled Triton's code generator hands it as constexprs and the interpreter as strings: the
+    attribute its code reads, probed on the semantic's function."""
+    import_triton()
+    try:
+        from triton.language import semantic
+    except ImportError:
+        return False
+    owner = getattr(semantic, "TritonSemantic", semantic)
+    function = getattr(owner, "dot_scaled", None)
+    code = getattr(function, "__code__", None)
+    if code is None:
+        return False
+    import dis
+
+    read = [(i.opname, i.argval) for i in dis.get_instructions(code) if i.opname != "CACHE"]
+    return any(first == ("LOAD_FAST", "lhs_format") and second[0].startswith("LOAD_ATTR") and second[1] == "value"
+               for first, second in zip(read, read[1:]))

@@ -26,6 +26,8 @@ import types
 
 import numpy as np
 
+from . import scaled_dots
+
 __all__ = ["install"]
 
 
@@ -304,8 +306,8 @@ def _mended_tensor_patch(interpreter):
 
 
 def install(patch):
-    """Fill the installed interpreter's gaps through ``patch``: ``tl.sort``, ``tl.map_elementwise``, the builder's, loop
-    variables, a scalar's index."""
+    """Fill the installed interpreter's gaps through ``patch``: ``tl.sort``, ``tl.map_elementwise``, the builder's,
+    ``tl.dot_scaled`` (``scaled_dots``), loop variables, a scalar's index."""
     import triton.language as tl
     from triton.runtime import interpreter
 
@@ -326,6 +328,7 @@ def install(patch):
     if builder_class is not None:
         for name, replacement in _builder_gaps(builder_class):
             patch.setattr(builder_class, name, replacement)
+    scaled_dots.install(patch, builder_class)
     _install_loop_variables(patch, interpreter)
     mended = _mended_tensor_patch(interpreter)
     if mended is not None:
