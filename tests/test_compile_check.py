@@ -105,6 +105,24 @@ def test_a_config_over_the_h200s_shared_memory_is_pruned_by_cpu_autotune():
     assert picked == too_large
 
 
+def test_first_runs_the_first_config_the_h200_can_run():
+    """``autotune="first"`` tunes nothing, but under the check a Config the GPU's benchmark would
+    prune (shared memory beyond the H200's) is passed over for the next, as the GPU's autotuner
+    passes over it; without the check the first Config runs, as before."""
+    from parity.compile_refusals import FITS, TOO_LARGE, _tuned
+
+    if _ptxas_refuses_the_large_config():
+        pytest.skip("this release's ptxas refuses the large Config at compile time, which its autotuner does not prune")
+    picked = {}
+    for compile in ("check", "off"):
+        with kwshim.activate(device="cuda", compile=compile, autotune="first"):
+            tuned, k = _tuned(), 4 * FITS["BK"]
+            a, b = torch.randn(256, k, device="cuda").half(), torch.randn(k, 256, device="cuda").half()
+            tuned[(1,)](a, b, torch.empty(256, 256, device="cuda"), k)
+            picked[compile] = tuned.best_config.kwargs["BM"]
+    assert picked == {"check": FITS["BM"], "off": TOO_LARGE["BM"]}
+
+
 def test_warmup_and_a_launch_return_the_compiled_kernel_with_its_ptx():
     from parity.compile_refusals import small_dot
 

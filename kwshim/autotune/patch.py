@@ -188,7 +188,12 @@ def _bench(self, *args, config, **meta):
     if not stack or stack[-1].autotuner is not self:
         return patch.original_bench(self, *args, config=config, **meta)
     current = stack[-1]
-    if current.first:  # no tuning: nothing runs, the order picks Config 0
+    if current.first:  # no tuning: nothing runs, the order picks Config 0 (the first the compiler accepts)
+        checked = current.settings.compile == "check" and not current.accepted
+        if checked and _refused_by_compiler(self, args, config, meta):
+            current.next_order()
+            return _INFINITE  # a tuple, as ``untuned``'s: the autotuner compares them
+        current.accepted = True
         return untuned(current.next_order())
     verification = current.verification
     if current.settings.autotune == "verify":
@@ -214,6 +219,26 @@ def _bench(self, *args, config, **meta):
             _add_note(exc, f"kwshim: raised while autotuning {compat.kernel_name(compat.innermost(self))} on the "
                            f"CPU with Config {config} (policy {current.settings.autotune!r})")
             raise
+
+
+def _refused_by_compiler(autotuner, args, config, meta):
+    """Under ``first`` and ``compile="check"``: whether the GPU's benchmark would prune ``config``, its
+    specialization compiled for the H200 raising what the installed autotuner prunes
+    (``OutOfResources``, ``PTXASError``, ``CompileTimeAssertionFailure``). Anything else (a heuristic's
+    argument not yet given) leaves the Config to the launch."""
+    from ..compiler import check_launch
+
+    kernel = compat.innermost(autotuner)
+    kwargs = {name: value for name, value in meta.items() if name not in compat.LAUNCH_KEYWORDS}
+    kwargs.update(config.all_kwargs() if hasattr(config, "all_kwargs") else
+                  {**config.kwargs, "num_warps": config.num_warps, "num_stages": config.num_stages})
+    try:
+        check_launch(kernel.fn, (1,), args, kwargs, False, getattr(kernel, "kwargs", None))
+    except compat.pruned_errors():
+        return True
+    except Exception:  # noqa: BLE001 - not a pruning: the launch decides
+        return False
+    return False
 
 
 def _check_disk_cache(self, tuning_key, configs, bench_fn):

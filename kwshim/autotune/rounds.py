@@ -47,6 +47,7 @@ class Round:
     def __init__(self, autotuner, settings, compiled=False):
         self.autotuner, self.settings = autotuner, settings
         self.first = settings.autotune == "first"
+        self.accepted = False  #: ``first``: a Config the compile check let through was seen
         self.compiled = compiled  #: a compiled autotuner under ``verify``: Triton's benchmarker times
         self.order = 0  #: the position of the next Config benchmarked
         self.verification: Any = None

@@ -13,7 +13,7 @@ from ..errors import TritonNotFoundError
 
 __all__ = ["TRITON_DISTRIBUTIONS", "import_triton", "triton_version", "KernelClasses", "kernel_classes",
            "is_kernel", "is_stack", "walk", "innermost", "is_interpreted", "kernel_name", "interpreter_requested",
-           "interpreter_on", "ignored_interpret_hint", "jit_makes_interpreted"]
+           "interpreter_on", "ignored_interpret_hint", "jit_makes_interpreted", "pruned_errors"]
 
 #: Distributions known to provide the ``triton`` module; a hard requirement on one of them
 #: would clobber the others, so kwshim requires none.
@@ -154,3 +154,22 @@ def jit_makes_interpreted() -> bool:
     """Whether ``triton.jit`` makes interpreter kernels in this process's environment (probed)."""
     triton = import_triton()
     return is_interpreted(triton.jit(_mode_probe))
+
+
+@functools.lru_cache(maxsize=None)
+def pruned_errors() -> tuple:
+    """The exceptions the installed autotuner's benchmark turns into an infinite time (the Config is
+    pruned): ``OutOfResources`` on every release, ``CompileTimeAssertionFailure`` from 3.0 and
+    ``PTXASError`` where the autotuner names them (read from its module and its ``_bench``)."""
+    import_triton()
+    import inspect
+
+    from triton.runtime import autotuner
+
+    found = [getattr(autotuner, "OutOfResources", None), getattr(autotuner, "PTXASError", None)]
+    bench = getattr(autotuner.Autotuner, "_bench", None)
+    if bench is not None and "CompileTimeAssertionFailure" in inspect.getsource(bench):
+        from triton.compiler.errors import CompileTimeAssertionFailure
+
+        found.append(CompileTimeAssertionFailure)
+    return tuple(error for error in found if isinstance(error, type))
