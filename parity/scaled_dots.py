@@ -46,21 +46,50 @@ def _bytes(count, seed, finite_fp8):
     return data
 
 
+def _inputs(m, n, k, a_format, b_format):
+    """The case's operands and scales, as bytes (bf16 values for a bf16 operand)."""
+    seed = m + 3 * n + 7 * k
+    a_k = k // 2 if a_format == "e2m1" else k
+    a = _bytes(m * a_k, seed, a_format).reshape(m, a_k)
+    if b_format == "bf16":
+        b = (_bytes(k * n, seed + 1, None).astype(np.float32) / 64 - 2).reshape(k, n)
+    else:
+        b = _bytes(k * n, seed + 1, b_format).reshape(k, n)
+    a_scale = (120 + _bytes(m * (k // 32), seed + 2, None) % 14).reshape(m, k // 32)
+    b_scale = (120 + _bytes(n * (k // 32), seed + 3, None) % 14).reshape(n, k // 32)
+    return a, b, a_scale, b_scale
+
+
+def magnitudes(m, n, k, a_format, b_format):
+    """Each output's sum of its products' magnitudes (fp64), from the operands decoded here by
+    torch: the scale of the tensor cores' rounding."""
+    import torch
+
+    def decoded(data, fmt):
+        if fmt == "e2m1":
+            nibbles = np.stack([data & 0x0F, data >> 4], axis=-1).reshape(data.shape[0], -1)
+            return np.array([0.0, 0.5, 1.0, 1.5, 2.0, 3.0, 4.0, 6.0])[nibbles & 7]
+        if fmt == "bf16":
+            return np.abs(torch.from_numpy(data).to(torch.bfloat16).double().numpy())
+        kind = torch.float8_e4m3fn if fmt == "e4m3" else torch.float8_e5m2
+        return np.abs(torch.from_numpy(data).view(kind).double().numpy())
+
+    a, b, a_scale, b_scale = _inputs(m, n, k, a_format, b_format)
+    a_values = decoded(a, a_format) * np.exp2(np.repeat(a_scale.astype(np.float64) - 127, 32, axis=1))
+    b_values = decoded(b, b_format)
+    if b_format != "bf16":
+        b_values = b_values * np.exp2(np.repeat(b_scale.astype(np.float64) - 127, 32, axis=1)).T
+    return a_values @ b_values
+
+
 def results(device):
     import torch
 
     found = {}
     for m, n, k, a_format, b_format in CASES:
-        seed = m + 3 * n + 7 * k
-        a_k = k // 2 if a_format == "e2m1" else k
-        a = torch.from_numpy(_bytes(m * a_k, seed, a_format).reshape(m, a_k)).to(device)
-        if b_format == "bf16":
-            b = torch.from_numpy((_bytes(k * n, seed + 1, None).astype(np.float32) / 64 - 2).reshape(k, n))
-            b = b.to(torch.bfloat16).to(device)
-        else:
-            b = torch.from_numpy(_bytes(k * n, seed + 1, b_format).reshape(k, n)).to(device)
-        a_scale = torch.from_numpy((120 + _bytes(m * (k // 32), seed + 2, None) % 14).reshape(m, k // 32)).to(device)
-        b_scale = torch.from_numpy((120 + _bytes(n * (k // 32), seed + 3, None) % 14).reshape(n, k // 32)).to(device)
+        a, b, a_scale, b_scale = (torch.from_numpy(array) for array in _inputs(m, n, k, a_format, b_format))
+        a, b = a.to(device), (b.to(torch.bfloat16) if b_format == "bf16" else b).to(device)
+        a_scale, b_scale = a_scale.to(device), b_scale.to(device)
         out = torch.zeros(m, n, dtype=torch.float32, device=device)
         name = f"{a_format} x {b_format} M={m} N={n} K={k}"
         try:

@@ -501,6 +501,49 @@ def test_a_reduction_of_a_dot_result_follows_the_tensor_cores_layout_through_ele
     assert blocked.tolist() != expected[0].tolist()
 
 
+def test_map_elementwise_packs_and_refuses_as_on_the_h200():
+    """``tl.map_elementwise(..., pack=P)`` hands its function P consecutive elements, as the H200
+    did in 6 of 6 blocks; the 2 whose threads hold fewer than P elements it refused, as here."""
+    from parity import map_packs
+
+    if not hasattr(tl, "map_elementwise"):
+        pytest.skip("this release has no tl.map_elementwise")
+    with open(os.path.join(ROOT, "parity", "map_packs_h200.json")) as recorded:
+        h200 = json.load(recorded)["results"]
+    with kwshim.activate():
+        here = map_packs.results("cpu")
+    refused = sorted(name for name, found in h200.items() if isinstance(found, str))
+    assert len(refused) == 2 and sorted(name for name, found in here.items() if isinstance(found, str)) == refused
+    assert all("pack size must be a divisor" in here[name] for name in refused)
+    assert {name: found for name, found in here.items() if name not in refused} == \
+        {name: found for name, found in h200.items() if name not in refused}
+
+
+def test_dot_scaled_is_within_four_ulps_of_its_magnitude_of_the_h200():
+    """``tl.dot_scaled`` (e2m1 by e4m3, e5m2 and bf16, e4m3 by e4m3, e8m0 scales): every element
+    within 4 ulps of the sum of its products' magnitudes of what the H200 computed. The H200 itself
+    is up to 3.3 such ulps from the exact sum (its tensor cores' accumulation), kwshim 1.7."""
+    from parity import scaled_dots
+
+    if not hasattr(tl, "dot_scaled"):
+        pytest.skip("this release has no tl.dot_scaled")
+    with open(os.path.join(ROOT, "parity", "scaled_dots_h200.json")) as recorded:
+        h200 = json.load(recorded)["results"]
+    with kwshim.activate():
+        here = scaled_dots.results("cpu")
+    compared = [name for name in h200 if isinstance(here[name], list)]
+    if not compared:
+        pytest.skip(f"this release's front end takes none of these scaled dots: {next(iter(here.values()))}")
+    for case in scaled_dots.CASES:
+        name = "{3} x {4} M={0} N={1} K={2}".format(*case)
+        if name not in compared:
+            continue
+        ours, gpu = (np.array(found[name], np.int32).view(np.float32).astype(np.float64) for found in (here, h200))
+        ulps = np.spacing(scaled_dots.magnitudes(*case).astype(np.float32)).astype(np.float64).reshape(-1)
+        assert np.max(np.abs(ours - gpu) / ulps) <= 4, name
+    assert len(compared) >= 4, here
+
+
 def test_shared_address_float_atomics_are_not_repeatable_on_the_h200():
     """Why float ``atomic_add`` into a shared address is not in the table: three runs on the H200
     gave other bits in 9 of the 12 recorded cases (all but the one-warp ones), the lanes' order

@@ -1,6 +1,8 @@
-"""``tl.dot_scaled`` where the installed interpreter has none (3.3-3.7): its builder lacks
-``create_dot_scaled``, and its front end reads the formats as constexprs, which the interpreter
-passes as strings ("'str' object has no attribute 'value'").
+"""``tl.dot_scaled`` as the H200 computes it, where the installed interpreter has none (3.3-3.7:
+its builder lacks ``create_dot_scaled``, and its front end reads the formats as constexprs, which
+the interpreter passes as strings, "'str' object has no attribute 'value'") and in place of 3.8's
+and 3.9's own (an fp32 ``np.matmul``, which reads fp8 operands as bytes: kwshim's fp8 blocks are
+``ml_dtypes`` floats).
 
 On sm_90 the compiler decomposes a scaled dot: each operand is upcast to bf16 (fp16 beside an fp16
 one), multiplied by its group's e8m0 scale, and the tensor cores multiply the 16-bit blocks. Every
@@ -84,14 +86,14 @@ def _constexpr_formats(original):
 
 
 def install(patch, builder_class):
-    """Fill the gap through ``patch`` where the installed release has it (probed: a builder with no
-    ``create_dot_scaled`` under a front end that has ``tl.dot_scaled``)."""
+    """Set the builder's ``create_dot_scaled`` through ``patch`` wherever the front end has
+    ``tl.dot_scaled``, and hand it constexpr formats where it reads them so (probed)."""
     import triton.language as tl
 
     from ..compat.interpreter import dot_scaled_reads_constexpr_formats
 
     original = vars(tl).get("dot_scaled")
-    if original is None or builder_class is None or hasattr(builder_class, "create_dot_scaled"):
+    if original is None or builder_class is None:
         return
     patch.setattr(builder_class, "create_dot_scaled", create_dot_scaled)
     if dot_scaled_reads_constexpr_formats():
