@@ -7,10 +7,11 @@ rounding, with the layouts the compiler chose (ttgir's ``#mma`` and ``#blocked``
     python -m parity.dot_reductions OUT_DIR     # on a machine with an NVIDIA GPU
     python -m parity.dot_reductions --record OUT_DIR/dot_reductions_h200.json > parity/dot_reductions_h200.json
 
-``parity/dot_reductions_h200.json`` keeps the sums' first ``KEPT`` rows (``sum1``) or columns
-(``sum0``) of each accumulator with their results; ``tests/test_numerics.py`` holds
-``kwshim/interpreter/lane_order.py``'s tensor-core order to them. (``sum_exp1`` adds the ``exp2``
-approximation's own ulp; ``max1`` is order-free without NaN; ``cumsum1`` is not modelled.)
+``parity/dot_reductions_h200.json`` keeps the first ``KEPT`` rows (``sum1``, ``cumsum1``) or
+columns (``sum0``) of each accumulator with their results; ``tests/test_numerics.py`` holds
+``kwshim/interpreter/lane_order.py``'s tensor-core order to the sums, and the scans to a loaded
+block's order (the compiler converts the accumulator to a blocked layout to scan it). (``sum_exp1``
+adds the ``exp2`` approximation's own ulp; ``max1`` is order-free without NaN.)
 """
 
 import json
@@ -74,16 +75,17 @@ def run_case(m, n, k, warps, op, dtype_name, device="cuda"):
 
 
 def recorded(found):
-    """The sums' first ``KEPT`` rows or columns of each accumulator, with their results."""
+    """The first ``KEPT`` rows or columns of each accumulator summed or scanned, with the results."""
     kept = {}
     for name, case in found.items():
         op, dims = name.split()[1], name.split()[3:]
-        if op not in ("sum1", "sum0") or "error" in case:
+        if op not in ("sum1", "sum0", "cumsum1") or "error" in case:
             continue
         m, n = (int(d.split("=")[1]) for d in dims[:2])
         acc = np.array(case["acc"], np.int32).reshape(m, n)
-        lines = acc[:KEPT] if op == "sum1" else acc[:, :KEPT].T
-        kept[name] = {"acc": lines.tolist(), "out": case["out"][:KEPT], "layouts": [
+        lines = acc[:KEPT] if op != "sum0" else acc[:, :KEPT].T
+        out = case["out"][:KEPT * n] if op == "cumsum1" else case["out"][:KEPT]
+        kept[name] = {"acc": lines.tolist(), "out": out, "layouts": [
             layout for layout in case["layouts"] if "nvidia_mma" in layout]}
     return kept
 

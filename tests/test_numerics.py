@@ -439,17 +439,23 @@ def test_sums_of_a_dot_result_combine_in_the_tensor_cores_layout_as_on_the_h200(
     """A ``tl.dot`` result stays in the tensor cores' layout (``#ttg.nvidia_mma``, versions 2 and
     3), whose lanes hold other elements than a loaded block's: ``tl.sum`` along either axis of the
     H200's own accumulators (``parity/dot_reductions_h200.json``) adds as the GPU did in all 40
-    cases; a loaded block's order gives other bits in most."""
+    cases; a loaded block's order gives other bits in most. A ``tl.cumsum`` of one is scanned in a
+    loaded block's order (the compiler converts the layout to scan): 20 of 20."""
     from kwshim.interpreter import lane_order
 
     with open(os.path.join(ROOT, "parity", "dot_reductions_h200.json")) as recorded:
         h200 = json.load(recorded)["cases"]
-    same = blocked_same = 0
+    same = blocked_same = scans = 0
     for name, case in h200.items():
         op, dims = name.split()[1], dict(d.split("=") for d in name.split()[3:])
         m, n, warps = int(dims["M"]), int(dims["N"]), int(dims["num_warps"])
-        axis = 1 if op == "sum1" else 0
+        axis = 0 if op == "sum0" else 1
         lines = np.array(case["acc"], np.int32).view(np.float32)
+        if op == "cumsum1":  # scanned in a blocked layout: the compiler converts the accumulator first
+            scanned = lane_order.scan_in_lanes(lines, lane_order.blocked_layout((m, n), 4, warps)[1],
+                                               lane_order.added(np.float32))
+            scans += scanned.view(np.int32).reshape(-1).tolist() == case["out"]
+            continue
         order, layout = lane_order.tensor_core_order((m, n), warps, axis)
         (total,) = lane_order.reduce_in_lanes((np.ascontiguousarray(lines[:, order]),), layout,
                                               lane_order.added(np.float32))
@@ -457,7 +463,7 @@ def test_sums_of_a_dot_result_combine_in_the_tensor_cores_layout_as_on_the_h200(
                                                 lane_order.added(np.float32))
         same += total.view(np.int32).tolist() == case["out"]
         blocked_same += blocked.view(np.int32).tolist() == case["out"]
-    assert len(h200) == 40 and same == 40 and blocked_same <= 6, (same, blocked_same)
+    assert len(h200) == 60 and same == 40 and blocked_same <= 6 and scans == 20, (same, blocked_same, scans)
 
 
 @triton.jit
