@@ -93,7 +93,8 @@ def tensor_core_order(shape, warps, axis):
     cores leave it (``#ttg.nvidia_mma``): ``order`` the axis' indices as ``blocked_layout``'s order
     would hold them (a thread's registers, the warps, the lanes), ``layout`` that order's triple.
     Along N a lane holds 2 neighbours of every 8 columns, 4 lanes across; along M a lane holds rows
-    ``r`` and ``r + 8`` of every 16, 8 lanes across (measured on the H200: 40 of 40 sums)."""
+    ``r`` and ``r + 8`` of every 16, 8 lanes across (measured on the H200: 40 of 40 sums). A scan is
+    not in this order: the compiler converts the block to a loaded block's layout to scan it."""
     m, n = shape
     version, (warps_m, warps_n) = _mma_warps(m, n, warps)
     if axis == 1:
