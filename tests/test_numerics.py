@@ -550,6 +550,80 @@ def test_dot_scaled_is_within_four_ulps_of_its_magnitude_of_the_h200():
     assert len(compared) >= 4, here
 
 
+@triton.jit
+def _chained_sums(a_ptr, b_ptr, v_ptr, rows_ptr, out_ptr, M: tl.constexpr, N: tl.constexpr, K: tl.constexpr):
+    m, n, k = tl.arange(0, M), tl.arange(0, N), tl.arange(0, K)
+    a = tl.load(a_ptr + m[:, None] * K + k[None, :])
+    b = tl.load(b_ptr + k[:, None] * N + n[None, :])
+    scores = tl.dot(a, b) * 0.3 + 1.0
+    tl.store(rows_ptr + m, tl.sum(scores, axis=1))
+    v = tl.load(v_ptr + n[:, None] * K + k[None, :])
+    tl.store(out_ptr + m[:, None] * K + k[None, :], tl.dot(scores.to(tl.float16), v))  # the chain
+
+
+@needs_gpu_arithmetic
+@pytest.mark.parametrize("grid", ["sequential", "batched"])
+def test_a_chained_dot_s_row_sums_take_the_chained_warps(grid):
+    """A kernel whose dot feeds another: its row sums take every warp on the rows (8 warps on a
+    64-row block: the lone dot's 4 by 2 would add the two column halves across warps)."""
+    from kwshim.interpreter import lane_order
+
+    if not hasattr(sys.modules["triton.runtime.interpreter"], "ReduceOps"):
+        pytest.skip("this release's interpreter reduces without a reduce class")
+    m = n = 64
+    a = torch.zeros(m, 16, dtype=torch.float16)
+    a[torch.arange(m), torch.arange(m) % 16] = 1
+    b = (torch.randn(16, n, generator=torch.Generator().manual_seed(1)) * 100).half()
+    v, rows, out = torch.ones(n, 16, dtype=torch.float16), torch.zeros(m), torch.zeros(m, 16)
+    scores = ((a.float() @ b.float()).numpy().astype(np.float64) * np.float64(np.float32(0.3)) + 1).astype(np.float32)
+    with kwshim.activate(grid=grid):
+        for _ in range(2):
+            _chained_sums[(1,)](a, b, v, rows, out, M=m, N=n, K=16, num_warps=8)
+    sums = {}
+    for chained in (16, None):
+        order, layout = lane_order.tensor_core_order((m, n), 8, 1, chained)
+        sums[chained] = lane_order.reduce_in_lanes((np.ascontiguousarray(scores[:, order]),), layout,
+                                                   lane_order.added(np.float32))[0].tolist()
+    assert rows.numpy().tolist() == sums[16] and sums[16] != sums[None]
+
+
+def test_a_kernel_chains_its_dots_where_one_s_result_reaches_another_s_operands():
+    """``dot_chains`` reads a kernel's source: flash attention's ``q @ k`` feeding ``p @ v`` chains,
+    a K loop's ``acc = tl.dot(a, b, acc)`` (its accumulator) and two dots side by side do not."""
+    from kwshim.interpreter.dot_chains import chains_dots
+    from parity.compile_refusals import dot_loop
+    from parity.dot_chains import chained
+
+    def side_by_side(a, b, c, d):
+        return tl.dot(a, b), tl.dot(c, d)
+
+    def through_names(q, k, v, m):
+        scores = tl.dot(q, k) * 0.5
+        p = tl.exp2(scores - m)
+        return tl.dot(p.to(tl.float16), v)
+
+    assert chains_dots(chained.fn) and chains_dots(through_names)
+    assert not chains_dots(dot_loop.fn) and not chains_dots(side_by_side)
+    assert not chains_dots(eval("lambda a, b: tl.dot(tl.dot(a, b), b)"))  # no source file: not read
+
+
+def test_a_chained_dot_s_warps_are_the_ones_the_compiler_gives_it():
+    """``lane_order``'s warps for a dot feeding another (flash attention's ``q @ k``), against the
+    layouts Triton 3.6's compiler gives it for sm_90 (``parity/dot_chains_sm90_layouts.json``, 10
+    shapes): every warp on the rows (8 on a 64-row ``wgmma`` block, where a lone dot's are 4 by 2),
+    on ``mma.sync`` the columns where the head dimension, the first dot's K, exceeds the rows."""
+    from kwshim.interpreter import lane_order
+
+    with open(os.path.join(ROOT, "parity", "dot_chains_sm90_layouts.json")) as recorded:
+        layouts = json.load(recorded)["layouts"]
+    for name, layout in layouts.items():
+        dims = dict(d.split("=") for d in name.split()[1:])
+        m, n, k, warps = int(dims["M"]), int(dims["N"]), int(dims["D"]), int(dims["num_warps"])
+        version, along = lane_order._mma_warps(m, n, warps, chained=k)
+        assert f"versionMajor = {version}," in layout and f"warpsPerCTA = {along}," in layout, (name, layout)
+    assert len(layouts) == 10 and lane_order._mma_warps(64, 64, 8) == (3, [4, 2])  # a lone dot's
+
+
 def test_shared_address_float_atomics_are_not_repeatable_on_the_h200():
     """Why float ``atomic_add`` into a shared address is not in the table: three runs on the H200
     gave other bits in 9 of the 12 recorded cases (all but the one-warp ones), the lanes' order

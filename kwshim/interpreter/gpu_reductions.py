@@ -10,7 +10,7 @@ import sys
 
 import numpy as np
 
-from . import gpu_arithmetic, lane_order, special_registers
+from . import dot_chains, gpu_arithmetic, lane_order, special_registers
 from .gpu_builder import _INTERPRETER, _name, _refuse
 
 __all__ = ["reduction_class"]
@@ -68,8 +68,9 @@ def reduction_class(cls):
         itemsize = getattr(input.handle, "kwshim_loaded_itemsize", input.handle.data.dtype.itemsize)
         layout = lane_order.blocked_layout(tuple(block), itemsize, warps)[0 if whole else axis - batched]
         order, cores = None, getattr(input.handle, "kwshim_tensor_cores", None)
-        if cores is not None and not (whole or scan) and tuple(block) == tuple(cores):
-            order, layout = lane_order.tensor_core_order(tuple(block), warps, axis - batched)
+        if cores is not None and not (whole or scan) and tuple(block) == tuple(cores[0]):
+            chained = cores[1] if dot_chains.launch_chained else None  # the dot's K
+            order, layout = lane_order.tensor_core_order(tuple(block), warps, axis - batched, chained)
 
         def arrange(array):
             array = np.broadcast_to(array, shape)

@@ -66,11 +66,16 @@ def blocked_layout(shape, itemsize, warps):
     return [(per_thread[a], lanes[a], warp_counts[a]) for a in range(len(shape))]
 
 
-def _mma_warps(m, n, warps):
+def _mma_warps(m, n, warps, chained=None):
     """``warpsPerCTA`` of a ``tl.dot`` result of ``m x n``: ``wgmma`` (MMA version 3) for blocks of
     64 rows or more on whole warp groups, else ``mma.sync`` (version 2), as Triton's
-    ``AccelerateMatmul`` assigns them (not for a dot feeding another dot, flash attention's second,
-    which takes every warp on the rows)."""
+    ``AccelerateMatmul`` assigns them. A dot feeding another (``dot_chains``; ``chained`` its K)
+    has every warp on its rows; on ``mma.sync`` only where the chain's last dot, M by flash
+    attention's head dimension (the first dot's K), is at least as tall as wide, else on its columns."""
+    if chained:
+        if warps % 4 == 0 and m % 64 == 0:
+            return 3, [warps, 1]
+        return 2, ([warps, 1] if m >= chained else [1, warps])
     if warps % 4 == 0 and m % 64 == 0:
         along = [4, 1]
         while along[0] * along[1] < warps:
@@ -88,18 +93,19 @@ def _mma_warps(m, n, warps):
 
 
 @functools.lru_cache(maxsize=256)
-def tensor_core_order(shape, warps, axis):
+def tensor_core_order(shape, warps, axis, chained=None):
     """``(order, layout)`` of ``axis`` of a ``tl.dot`` result of ``shape`` (M, N) as the tensor
     cores leave it (``#ttg.nvidia_mma``): ``order`` the axis' indices as ``blocked_layout``'s order
     would hold them (a thread's registers, the warps, the lanes), ``layout`` that order's triple.
     Along N a lane holds 2 neighbours of every 8 columns, 4 lanes across; along M a lane holds rows
     ``r`` and ``r + 8`` of every 16, 8 lanes across (measured on the H200: 40 of 40 sums). A scan is
-    not in this order: the compiler converts the block to a loaded block's layout to scan it."""
+    not in this order: the compiler converts the block to a loaded block's layout to scan it.
+    ``chained``: the dot's K where it feeds another dot (``_mma_warps``), else None."""
     m, n = shape
-    version, (warps_m, warps_n) = _mma_warps(m, n, warps)
+    version, (warps_m, warps_n) = _mma_warps(m, n, warps, chained)
     if axis == 1:
         warps_n = min(warps_n, n // 8)
-        width = min(256, n // warps_n) if version == 3 else 8  # the instruction's N
+        width = min(256, n // warps_n) if version == 3 else 8  # the instruction's N (or its repeats')
         digits = [("r", n // (width * warps_n)), ("w", warps_n), ("r", width // 8), ("l", 4), ("r", 2)]
     else:
         warps_m = min(warps_m, m // 16)
@@ -328,12 +334,12 @@ def loaded_as(result, *sources):
 
 
 def from_tensor_cores(result, a, ieee):
-    """``result``, a ``tl.dot`` of ``a`` by another block, marked as the tensor cores' (its shape)
-    where they compute it: 8-bit and 16-bit inputs, fp32 ones but in IEEE precision (the FMA
-    path's, a blocked layout); not fp64. Reductions of it follow ``tensor_core_order``."""
+    """``result``, a ``tl.dot`` of ``a`` by another block, marked as the tensor cores' (its shape
+    and its K) where they compute it: 8-bit and 16-bit inputs, fp32 ones but in IEEE precision (the
+    FMA path's, a blocked layout); not fp64. Reductions of it follow ``tensor_core_order``."""
     size = a.data.dtype.itemsize
     if size <= 2 or (size == 4 and a.data.dtype.kind == "f" and not ieee):
-        result.kwshim_tensor_cores = result.data.shape[-2:]
+        result.kwshim_tensor_cores = (result.data.shape[-2:], a.data.shape[-1])
     return result
 
 
@@ -341,8 +347,8 @@ def keeps_layout(result, *sources):
     """``result`` of an elementwise operation, keeping a source's tensor-core layout (the compiler
     propagates the dot's layout through elementwise operations of its shape)."""
     for source in sources:
-        shape = getattr(source, "kwshim_tensor_cores", None)
-        if shape is not None and result.data.shape[-2:] == shape:
-            result.kwshim_tensor_cores = shape
+        mark = getattr(source, "kwshim_tensor_cores", None)
+        if mark is not None and result.data.shape[-2:] == mark[0]:
+            result.kwshim_tensor_cores = mark
             break
     return result

@@ -25,7 +25,7 @@ from typing import Dict
 import numpy as np
 
 from ..settings import in_force
-from . import language_patch, refusals, replay
+from . import dot_chains, language_patch, refusals, replay
 
 __all__ = ["install", "fallback_reasons", "launch_record", "merge_records", "summary_lines", "batching_works"]
 
@@ -122,6 +122,13 @@ def install(patch) -> None:
 
 def _grid_call(original):
     def __call__(self, *args_dev, **kwargs):
+        chained, dot_chains.launch_chained = dot_chains.launch_chained, dot_chains.chains_dots(self.fn)
+        try:
+            return _launch(self, *args_dev, **kwargs)
+        finally:
+            dot_chains.launch_chained = chained
+
+    def _launch(self, *args_dev, **kwargs):
         mode = in_force().grid
         if mode == "sequential":
             return _refused_as_compiled(original, self, *args_dev, **kwargs)
