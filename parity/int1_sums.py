@@ -6,11 +6,11 @@ under the interpreter. ``parity/int1_sums_h200.json`` holds what the H200 comput
     TRITON_INTERPRET=1 python -m parity.int1_sums --kwshim   # anywhere: under the switch
 """
 
-import json
-import sys
 
 import triton
 import triton.language as tl
+
+from parity import print_record
 
 #: The int1 rows summed (a pattern of 0 and 1, repeated to 32 elements).
 PATTERNS = {"ones": [1], "five ones": [1, 1, 1, 1, 1] + [0] * 27, "alternating": [1, 0], "three in four": [1, 1, 1, 0]}
@@ -38,14 +38,7 @@ def results(device):
 
 
 def main():
-    if "--kwshim" in sys.argv:
-        import kwshim
-
-        with kwshim.activate():
-            found = results("cpu")
-    else:
-        found = results("cuda")
-    print(json.dumps({"triton": triton.__version__, "results": found}, indent=1))
+    print_record(results, indent=1)
 
 
 if __name__ == "__main__":

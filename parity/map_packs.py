@@ -7,11 +7,11 @@ computed; ``tests/test_numerics.py`` holds the interpreter to it.
     TRITON_INTERPRET=1 python -m parity.map_packs --kwshim    # anywhere: under the switch
 """
 
-import json
-import sys
 
 import triton
 import triton.language as tl
+
+from parity import print_record
 
 #: (rows, columns, pack, num_warps, dtype) of the blocks mapped
 CASES = [(1, 128, 2, 4, "int32"), (1, 512, 2, 4, "int32"), (1, 512, 4, 4, "int32"), (1, 64, 2, 1, "float16"),
@@ -57,14 +57,7 @@ def results(device):
 
 
 def main():
-    if "--kwshim" in sys.argv:
-        import kwshim
-
-        with kwshim.activate():
-            found = results("cpu")
-    else:
-        found = results("cuda")
-    print(json.dumps({"triton": triton.__version__, "results": found}, sort_keys=True))
+    print_record(results, sort_keys=True)
 
 
 if __name__ == "__main__":

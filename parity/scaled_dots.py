@@ -6,12 +6,12 @@ computed; ``tests/test_numerics.py`` holds the interpreter to it.
     TRITON_INTERPRET=1 python -m parity.scaled_dots --kwshim          # anywhere: under the switch
 """
 
-import json
-import sys
 
 import numpy as np
 import triton
 import triton.language as tl
+
+from parity import print_record
 
 #: (M, N, K, lhs format, rhs format)
 CASES = [(32, 32, 64, "e2m1", "e4m3"), (64, 64, 64, "e2m1", "e5m2"), (64, 32, 128, "e2m1", "bf16"),
@@ -102,14 +102,7 @@ def results(device):
 
 
 def main():
-    if "--kwshim" in sys.argv:
-        import kwshim
-
-        with kwshim.activate():
-            found = results("cpu")
-    else:
-        found = results("cuda")
-    print(json.dumps({"triton": triton.__version__, "results": found}, sort_keys=True, separators=(",", ":")))
+    print_record(results, sort_keys=True, separators=(",", ":"))
 
 
 if __name__ == "__main__":

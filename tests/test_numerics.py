@@ -25,6 +25,12 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 TABLE = os.path.join(ROOT, "parity", "numerics_h200.json")
 
 
+def _recorded(name, part):
+    """``part`` of the parity record ``parity/<name>``: what the H200 (or its compiler) gave."""
+    with open(os.path.join(ROOT, "parity", name)) as recorded:
+        return json.load(recorded)[part]
+
+
 def _gpu_arithmetic_available():
     from kwshim.interpreter.gpu_builder import entries
 
@@ -343,12 +349,10 @@ def test_overflow_and_division_by_zero_are_quiet_as_on_a_gpu():
 @pytest.mark.parametrize("grid", ["sequential", "batched"])
 def test_int1_sums_and_cumsums_add_in_int1_as_the_h200_does(grid):
     """``tl.sum(x, dtype=tl.int1)``: one plus one wraps to zero (NumPy's bool sum is a logical or)."""
-    import json
 
     from parity import int1_sums
 
-    with open(os.path.join(ROOT, "parity", "int1_sums_h200.json")) as recorded:
-        h200 = json.load(recorded)["results"]
+    h200 = _recorded("int1_sums_h200.json", "results")
     with kwshim.activate(grid=grid):
         try:
             here = int1_sums.results("cpu")
@@ -366,15 +370,13 @@ def test_fp16_and_bf16_row_sums_add_in_the_h200_s_lane_order(grid):
     H200's bits for every measured row, sums of squares included (their products contracted into
     fmas, every other one in 16 bits). Left to right, a 512-element bf16 row of squares stalled once
     the sum passed 256 (Liger's rms_norm, ``casting_mode="none"``)."""
-    import json
     import sys
 
     from parity import lane_sums
 
     if not hasattr(sys.modules["triton.runtime.interpreter"], "ReduceOps"):
         pytest.skip("this release's interpreter reduces without a reduce class (and has no bf16 arithmetic)")
-    with open(os.path.join(ROOT, "parity", "lane_sums_h200.json")) as recorded:
-        h200 = json.load(recorded)["results"]
+    h200 = _recorded("lane_sums_h200.json", "results")
     with kwshim.activate(grid=grid):
         here, _ = lane_sums.results("cpu")
     sums = sorted(h200)
@@ -388,15 +390,13 @@ def test_fp16_and_bf16_block_sums_add_as_one_row_in_the_h200_s_lane_order(grid):
     """``tl.sum`` of a whole 2-D block (``axis=None``): Triton makes the block one row, which the
     GPU adds in its lanes' order. Before, the block was added left to right: 1024 ones in bf16 summed
     to 256 (Triton's own ``test_sum_dtype``). The H200's bits for all 224 measured sums."""
-    import json
     import sys
 
     from parity import block_sums
 
     if not hasattr(sys.modules["triton.runtime.interpreter"], "ReduceOps"):
         pytest.skip("this release's interpreter reduces without a reduce class (and has no bf16 arithmetic)")
-    with open(os.path.join(ROOT, "parity", "block_sums_h200.json")) as recorded:
-        h200 = json.load(recorded)["results"]
+    h200 = _recorded("block_sums_h200.json", "results")
     with kwshim.activate(grid=grid):
         here = block_sums.results("cpu")
     sums = sorted(h200)
@@ -423,8 +423,7 @@ def test_sums_maxima_and_cumsums_combine_in_the_h200_s_lane_order(grid):
 
     if not hasattr(sys.modules["triton.runtime.interpreter"], "ReduceOps"):
         pytest.skip("this release's interpreter reduces without a reduce class (and has no bf16 arithmetic)")
-    with open(os.path.join(ROOT, "parity", "lane_orders_h200.json")) as recorded:
-        h200 = json.load(recorded)["cases"]
+    h200 = _recorded("lane_orders_h200.json", "cases")
     names = [name for name in h200 if not name.startswith("atomic")]
     if not _promotes_bf16(tl.standard.cumsum):  # 3.9's front end scans bf16 in bf16 (3.6: in fp32)
         names = [name for name in names if not ("cumsum" in name and " bf16 " in name)]
@@ -443,8 +442,7 @@ def test_sums_of_a_dot_result_combine_in_the_tensor_cores_layout_as_on_the_h200(
     loaded block's order (the compiler converts the layout to scan): 20 of 20."""
     from kwshim.interpreter import lane_order
 
-    with open(os.path.join(ROOT, "parity", "dot_reductions_h200.json")) as recorded:
-        h200 = json.load(recorded)["cases"]
+    h200 = _recorded("dot_reductions_h200.json", "cases")
     same = blocked_same = scans = 0
     for name, case in h200.items():
         op, dims = name.split()[1], dict(d.split("=") for d in name.split()[3:])
@@ -514,8 +512,7 @@ def test_map_elementwise_packs_and_refuses_as_on_the_h200():
 
     if not hasattr(tl, "map_elementwise"):
         pytest.skip("this release has no tl.map_elementwise")
-    with open(os.path.join(ROOT, "parity", "map_packs_h200.json")) as recorded:
-        h200 = json.load(recorded)["results"]
+    h200 = _recorded("map_packs_h200.json", "results")
     with kwshim.activate():
         here = map_packs.results("cpu")
     refused = sorted(name for name, found in h200.items() if isinstance(found, str))
@@ -533,8 +530,7 @@ def test_dot_scaled_is_within_four_ulps_of_its_magnitude_of_the_h200():
 
     if not hasattr(tl, "dot_scaled"):
         pytest.skip("this release has no tl.dot_scaled")
-    with open(os.path.join(ROOT, "parity", "scaled_dots_h200.json")) as recorded:
-        h200 = json.load(recorded)["results"]
+    h200 = _recorded("scaled_dots_h200.json", "results")
     with kwshim.activate():
         here = scaled_dots.results("cpu")
     compared = [name for name in h200 if isinstance(here[name], list)]
@@ -614,8 +610,7 @@ def test_a_chained_dot_s_warps_are_the_ones_the_compiler_gives_it():
     on ``mma.sync`` the columns where the head dimension, the first dot's K, exceeds the rows."""
     from kwshim.interpreter import lane_order
 
-    with open(os.path.join(ROOT, "parity", "dot_chains_sm90_layouts.json")) as recorded:
-        layouts = json.load(recorded)["layouts"]
+    layouts = _recorded("dot_chains_sm90_layouts.json", "layouts")
     for name, layout in layouts.items():
         dims = dict(d.split("=") for d in name.split()[1:])
         m, n, k, warps = int(dims["M"]), int(dims["N"]), int(dims["D"]), int(dims["num_warps"])
@@ -628,8 +623,7 @@ def test_shared_address_float_atomics_are_not_repeatable_on_the_h200():
     """Why float ``atomic_add`` into a shared address is not in the table: three runs on the H200
     gave other bits in 9 of the 12 recorded cases (all but the one-warp ones), the lanes' order
     being a race there. Each element to its own address adds as the GPU (the numerics table)."""
-    with open(os.path.join(ROOT, "parity", "lane_orders_h200.json")) as recorded:
-        h200 = json.load(recorded)["cases"]
+    h200 = _recorded("lane_orders_h200.json", "cases")
     atomics = {name: case["outputs"]["signed"]["repeatable"]
                for name, case in h200.items() if name.startswith("atomic")}
     assert len(atomics) == 12 and sorted(name for name, again in atomics.items() if again) == [

@@ -23,8 +23,10 @@ layout conversion, not modelled.
 The layout is the one the compiler gives a row-major block it loads from contiguous, aligned
 memory (``blocked_layout``: every measured layout, 1-D and 2-D), of the element size it was loaded
 with: a bf16 block widened to fp32 (``x.to(tl.float32)``, ``tl.max``'s own promotion) keeps the bf16
-load's layout (``loaded_as``). A kernel that makes its block otherwise (a transposed or gathered
-load, a ``tl.dot``, a load whose alignment the compiler cannot prove) may have another layout.
+load's layout (``loaded_as``). A ``tl.dot`` result, and what is computed from it element by
+element, keeps the tensor cores' layout (``from_tensor_cores``, ``keeps_layout``,
+``tensor_core_order``). A kernel that makes its block otherwise (a transposed or gathered load, a
+load whose alignment the compiler cannot prove) may have another layout.
 
 A sum of a product the kernel just computed (``tl.sum(x * x)``) is contracted into fmas, as LLVM
 does: the thread's first add is ``fma(x0, y0, x1 * y1)``, each later one ``fma(x, y, acc)``, and a
@@ -209,7 +211,7 @@ def _contracted(held, factors, order):
     if held.dtype.itemsize == 4:
         return fma_chain(xs, ys, held[..., r1, :, :, e1])
     # 16-bit: LLVM's vectorizer pairs the elements (``fma.rn.f16x2``), and of each later pair only the
-    # first is contracted; the second's rounded product is added (measured on the H200, 96 of 96 rows)
+    # first is contracted; the second's rounded product is added (every measured row on the H200)
     accumulated = fma_chain(xs[:1], ys[:1], held[..., r1, :, :, e1])
     for k, (r, e) in enumerate(order[2:]):
         if k % 2:
@@ -335,8 +337,9 @@ def loaded_as(result, *sources):
 
 def from_tensor_cores(result, a, ieee):
     """``result``, a ``tl.dot`` of ``a`` by another block, marked as the tensor cores' (its shape
-    and its K) where they compute it: 8-bit and 16-bit inputs, fp32 ones but in IEEE precision (the
-    FMA path's, a blocked layout); not fp64. Reductions of it follow ``tensor_core_order``."""
+    and its K) where they compute it: 8-bit and 16-bit inputs, and fp32 ones unless ``ieee`` (IEEE
+    precision takes the FMA path, in a blocked layout); not fp64. Reductions of it follow
+    ``tensor_core_order``."""
     size = a.data.dtype.itemsize
     if size <= 2 or (size == 4 and a.data.dtype.kind == "f" and not ieee):
         result.kwshim_tensor_cores = (result.data.shape[-2:], a.data.shape[-1])
