@@ -4,10 +4,12 @@ Module-level kernels are reachable by reference (pickling); ``store_kernel`` wri
 with any parameter names to a real file, because the newer interpreters read kernel source.
 """
 
+import atexit
 import functools
 import importlib.util
 import inspect
 import os
+import shutil
 import tempfile
 
 import pytest
@@ -214,12 +216,20 @@ def store_all_kernel(params, constexpr, defaults):
     return _load_generated(f"@triton.jit\ndef generated(out_ptr, {declared}):\n{body}")
 
 
+@functools.lru_cache(maxsize=None)
+def _generated_directory():
+    """One directory a process writes its generated kernels into (their source must be a file's, for
+    compiled Triton and ``inspect``), removed when the process ends."""
+    directory = tempfile.mkdtemp(prefix="kwshim-kernels-")
+    atexit.register(shutil.rmtree, directory, True)
+    return directory
+
+
 def _load_generated(kernel_source):
     source = "import triton\nimport triton.language as tl\n\n" + kernel_source
     if source not in _generated:
-        directory = tempfile.mkdtemp(prefix="kwshim-kernels-")
         index = len(_generated)
-        path = os.path.join(directory, f"generated_{index}.py")
+        path = os.path.join(_generated_directory(), f"generated_{index}.py")
         with open(path, "w") as handle:
             handle.write(source)
         spec = importlib.util.spec_from_file_location(f"kwshim_generated_{index}", path)
