@@ -15,9 +15,10 @@ import json
 import re
 import sys
 
-import numpy as np
 import triton
 import triton.language as tl
+
+from parity.lane_orders import inputs
 
 #: (M, N, D, num_warps): the first dot is M x N (from K = D), the second M x D
 SHAPES = [(64, 64, 64, 8), (64, 128, 64, 8), (64, 64, 64, 4), (128, 64, 64, 8), (32, 64, 32, 4), (32, 64, 32, 2),
@@ -40,21 +41,15 @@ def chained(q_ptr, k_ptr, v_ptr, qk_ptr, rows_ptr, columns_ptr, o_ptr, M: tl.con
     tl.store(o_ptr + m[:, None] * D + d[None, :], tl.dot(p, v))
 
 
-def _inputs(count, seed):
-    index = np.arange(count, dtype=np.uint64) + np.uint64(seed * 7919)
-    mixed = (index * np.uint64(2654435761) + np.uint64(seed)) % np.uint64(2 ** 32)
-    return (mixed.astype(np.float64) / 2 ** 32 * 4 - 2).astype(np.float32)
-
-
 def results(device, shapes=SHAPES):
     import torch
 
     found = {}
     for m, n, d, warps in shapes:
         seed = m + 3 * n + 7 * d + warps
-        q = torch.from_numpy(_inputs(m * d, seed)).half().reshape(m, d).to(device)
-        k = torch.from_numpy(_inputs(d * n, seed + 1)).half().reshape(d, n).to(device)
-        v = torch.from_numpy(_inputs(n * d, seed + 2)).half().reshape(n, d).to(device)
+        q = torch.from_numpy(inputs("signed", m * d, seed)).half().reshape(m, d).to(device)
+        k = torch.from_numpy(inputs("signed", d * n, seed + 1)).half().reshape(d, n).to(device)
+        v = torch.from_numpy(inputs("signed", n * d, seed + 2)).half().reshape(n, d).to(device)
         qk, rows, columns = (torch.zeros(*shape, device=device) for shape in ((m, n), (m,), (n,)))
         o = torch.zeros(m, d, device=device)
         compiled = chained[(1,)](q, k, v, qk, rows, columns, o, M=m, N=n, D=d, num_warps=warps)

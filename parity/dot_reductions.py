@@ -23,6 +23,8 @@ import numpy as np
 import triton
 import triton.language as tl
 
+from parity.lane_orders import inputs
+
 #: (M, N, K, num_warps): small blocks take ``mma.sync`` (version 2), blocks of 64 rows or more per
 #: warp group ``wgmma`` (version 3)
 SHAPES = [(16, 16, 16, 1), (32, 32, 16, 4), (16, 64, 32, 4), (64, 64, 16, 4), (64, 128, 32, 4), (128, 64, 32, 4),
@@ -52,19 +54,13 @@ def dot_kernel(a_ptr, b_ptr, acc_ptr, out_ptr, M: tl.constexpr, N: tl.constexpr,
         tl.store(out_ptr + m, tl.sum(tl.exp2(acc - tl.max(acc, axis=1)[:, None]), axis=1))
 
 
-def _inputs(count, seed):
-    index = np.arange(count, dtype=np.uint64) + np.uint64(seed * 7919)
-    mixed = (index * np.uint64(2654435761) + np.uint64(seed)) % np.uint64(2 ** 32)
-    return (mixed.astype(np.float64) / 2 ** 32 * 4 - 2).astype(np.float32)
-
-
 def run_case(m, n, k, warps, op, dtype_name, device="cuda"):
     import torch
 
     dtype = {"fp16": torch.float16, "bf16": torch.bfloat16}[dtype_name]
     seed = m + 3 * n + 7 * k + warps
-    a = torch.from_numpy(_inputs(m * k, seed)).to(dtype).reshape(m, k).to(device)
-    b = torch.from_numpy(_inputs(k * n, seed + 1)).to(dtype).reshape(k, n).to(device)
+    a = torch.from_numpy(inputs("signed", m * k, seed)).to(dtype).reshape(m, k).to(device)
+    b = torch.from_numpy(inputs("signed", k * n, seed + 1)).to(dtype).reshape(k, n).to(device)
     acc = torch.zeros(m, n, dtype=torch.float32, device=device)
     out = torch.zeros({"sum0": n, "cumsum1": m * n}.get(op, m), dtype=torch.float32, device=device)
     compiled = dot_kernel[(1,)](a, b, acc, out, M=m, N=n, K=k, OP=op, num_warps=warps)
