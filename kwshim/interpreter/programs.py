@@ -25,7 +25,7 @@ from typing import Dict
 import numpy as np
 
 from ..settings import in_force
-from . import dot_chains, language_patch, refusals, replay
+from . import dot_chains, language_patch, plain_launch, refusals, replay
 
 __all__ = ["install", "fallback_reasons", "launch_record", "merge_records", "summary_lines", "batching_works"]
 
@@ -135,13 +135,26 @@ def _grid_call(original):
         grid = self.grid
         self.grid = _Programs(self, grid, mode, args_dev, kwargs)
         language_patch.defer_language(self.fn)
+        args = plain_launch.bound(self, args_dev, kwargs) if mode == "batched" else None
         try:
+            if args is not None:
+                return _refused_as_compiled(_plain_call, self, args)
             return _refused_as_compiled(original, self, *args_dev, **kwargs)
         finally:
             self.grid = grid
             language_patch.defer_language(None)
 
     return __call__
+
+
+def _plain_call(executor, args):
+    """What ``GridExecutor.__call__`` does with ``args`` bound (``plain_launch``), less the argument
+    copies: the launch's (deferred) patch of ``triton.language``, the grid, undone at the end."""
+    language = sys.modules[_INTERPRETER]._patch_lang(executor.fn)
+    try:
+        executor.grid(args)
+    finally:
+        getattr(language, "restore", _nothing)()
 
 
 def _refused_as_compiled(call, *args, **kwargs):

@@ -1,0 +1,84 @@
+"""A batched launch of plain arguments, bound without the interpreter's per-launch copies.
+
+Before its programs run, the interpreter's ``GridExecutor.__call__`` reads the kernel's signature
+(``inspect.getfullargspec`` and ``getcallargs``, twice per launch), copies every tensor argument to
+the host and, after, copies it back, and converts each argument (``_implicit_cvt``). For a tensor
+already in CPU memory the copies are the same memory, so they change nothing, yet for a replayed
+launch of a few programs they are a quarter of its time.
+
+``bound`` gives a launch's converted arguments, as ``GridExecutor`` gives them to the grid, where
+every argument is plain: a CPU ``torch.Tensor`` (not a wrapper, a tuple or a tensor descriptor), a
+Python scalar, ``None``, a string or a ``tl.constexpr``; the launch has no pre-run hooks; its
+keywords are parameters, or launch keywords that the release drops. The signature is read once per
+function. Anything else returns None, and the interpreter's own path runs, as before. Under
+``grid="batched"`` the grid seam (``programs``) then runs the programs on these arguments itself.
+"""
+
+import inspect
+import sys
+from typing import Dict, Optional
+
+__all__ = ["bound"]
+
+_INTERPRETER = "triton.runtime.interpreter"
+_SCALARS = (int, float, bool, str, type(None))
+
+_SIGNATURES: Dict[object, tuple] = {}
+
+
+def _signature(fn):
+    """(parameter names, {name: default}) of ``fn``, or None where it takes ``*args``, ``**kwargs`` or
+    keyword-only parameters (read once; again where its defaults were replaced)."""
+    known = _SIGNATURES.get(fn)
+    if known is not None and known[0] is getattr(fn, "__defaults__", None):
+        return known[1]
+    spec = inspect.getfullargspec(fn)
+    signature = None
+    if spec.varargs is None and spec.varkw is None and not spec.kwonlyargs:
+        defaults = dict(zip(spec.args[len(spec.args) - len(spec.defaults or ()):], spec.defaults or ()))
+        signature = (tuple(spec.args), defaults)
+    _SIGNATURES[fn] = (getattr(fn, "__defaults__", None), signature)
+    return signature
+
+
+def _plain(value, tensor_class, language_classes) -> bool:
+    kind = type(value)
+    if kind is tensor_class:
+        return value.is_cpu
+    return kind in _SCALARS or kind in language_classes
+
+
+def bound(executor, args_dev, kwargs) -> Optional[dict]:
+    """``{parameter: converted argument}`` in ``inspect.getcallargs``' order, as the interpreter's grid is
+    handed them, or None where the launch is not plain (see the module)."""
+    if getattr(executor, "pre_run_hooks", None) or "torch" not in sys.modules:
+        return None
+    import torch
+    import triton.language as tl
+
+    signature = _signature(executor.fn)
+    if signature is None or len(args_dev) > len(signature[0]):
+        return None
+    names, defaults = signature
+    interpreter = sys.modules[_INTERPRETER]
+    dropped = getattr(interpreter, "RESERVED_KWS", None)  # up to 3.2; later releases drop any non-parameter
+    args = dict(zip(names, args_dev))
+    for name, value in kwargs.items():
+        if name in names:
+            if name in args or dropped is not None and name in dropped:
+                return None  # given twice, or a parameter the release strips: Triton's path decides
+            args[name] = value
+        elif name == "warmup" or dropped is not None and name not in dropped:
+            return None  # a warm-up (which runs nothing), or a keyword the release refuses
+    if len(args) < len(names):
+        for name in names[len(args_dev):]:
+            if name not in args:
+                if name not in defaults:
+                    return None
+                args[name] = defaults[name]
+    tensor_class, language_classes = torch.Tensor, (tl.constexpr, tl.core.tensor)
+    for value in args.values():
+        if not _plain(value, tensor_class, language_classes):
+            return None
+    convert, constexprs = interpreter._implicit_cvt, executor.constexprs
+    return {name: value if name in constexprs else convert(value) for name, value in args.items()}
