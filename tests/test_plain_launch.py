@@ -75,6 +75,10 @@ def test_a_plain_launch_is_bound_in_the_interpreter_s_order_and_types(args, kwar
     assert bound is not None
     assert _described(bound) == _described(_interpreters_binding(executor, (x, out) + args, kwargs))
     assert bound["x_ptr"].handle.data.tolist() == [x.data_ptr()]
+    again = plain_launch.bound(executor, (x, out) + args, kwargs)  # made from the types read the first time
+    assert _described(again) == _described(bound)
+    handles = [(value.handle, again[name].handle) for name, value in bound.items() if isinstance(value, tl.core.tensor)]
+    assert handles and all(first is not second for first, second in handles)  # a trace tags each: never shared
 
 
 class _Wrapper:

@@ -8,15 +8,19 @@ launch of a few programs they are a quarter of its time.
 
 ``bound`` gives a launch's converted arguments, as ``GridExecutor`` gives them to the grid, where
 every argument is plain: a CPU ``torch.Tensor`` (not a wrapper, a tuple or a tensor descriptor), a
-Python scalar, ``None``, a string or a ``tl.constexpr``; the launch has no pre-run hooks; its
-keywords are parameters, or launch keywords that the release drops. The signature is read once per
-function. Anything else returns None, and the interpreter's own path runs, as before. Under
-``grid="batched"`` the grid seam (``programs``) then runs the programs on these arguments itself.
+Python scalar, ``None``, a string, a ``tl.constexpr`` or a ``tl.tensor`` (a scalar kwshim's launch
+converted); the launch has no pre-run hooks; its keywords are parameters, or launch keywords that
+the release drops. The signature is read once per function, and the types ``_implicit_cvt`` gives
+once per tensor dtype and int value. Anything else returns None, and the interpreter's own path
+runs, as before. Under ``grid="batched"`` the grid seam (``programs``) then runs the programs on
+these arguments itself.
 """
 
 import inspect
 import sys
 from typing import Dict, Optional
+
+import numpy as np
 
 __all__ = ["bound"]
 
@@ -80,5 +84,35 @@ def bound(executor, args_dev, kwargs) -> Optional[dict]:
     for value in args.values():
         if not _plain(value, tensor_class, language_classes):
             return None
-    convert, constexprs = interpreter._implicit_cvt, executor.constexprs
-    return {name: value if name in constexprs else convert(value) for name, value in args.items()}
+    constexprs = executor.constexprs
+    return {name: value if name in constexprs else _converted(value, tensor_class, interpreter)
+            for name, value in args.items()}
+
+
+#: (torch dtype) or (int or bool, value) -> (NumPy type, handle type, Triton type) of what
+#: ``_implicit_cvt`` made of it: a one-element handle in a ``tl.tensor``. Bounded (``_MOST_MADE``).
+_MADE: Dict[object, tuple] = {}
+_MOST_MADE = 4096
+
+
+def _converted(value, tensor_class, interpreter):
+    """``interpreter._implicit_cvt(value)``, made from what it made of the same dtype (a tensor) or
+    value (an int) before: its types are read once, not per launch."""
+    kind = type(value)
+    if kind is tensor_class:
+        key, element = value.dtype, value.data_ptr()
+    elif kind is int or kind is bool:
+        key, element = (kind, value), value
+    else:
+        return interpreter._implicit_cvt(value)
+    made = _MADE.get(key)
+    if made is not None:
+        numpy_type, handle_type, triton_type, tensor = made
+        return tensor(interpreter.TensorHandle(np.array([element], numpy_type), handle_type), triton_type)
+    result = interpreter._implicit_cvt(value)
+    handle = getattr(result, "handle", None)
+    if type(handle) is interpreter.TensorHandle and handle.data.shape == (1,) and handle.data[0] == element:
+        if len(_MADE) >= _MOST_MADE:
+            _MADE.clear()
+        _MADE[key] = (handle.data.dtype, handle.dtype, result.type, type(result))
+    return result
