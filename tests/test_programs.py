@@ -366,3 +366,24 @@ def test_tensor_descriptors_load_and_store_batched_with_the_loop_s_bits():
     expected = exact.float().to(torch.bfloat16)  # the product and sum fused, rounded once to fp32
     assert torch.equal(results[1][:, :100], expected) and (results[1][:, 100:] == 7).all()
     assert _reason(descriptor_tiles) is None
+
+
+@triton.jit
+def clock_stamp(out_ptr):
+    tl.store(out_ptr + tl.program_id(0), tl.extra.cuda.globaltimer())
+
+
+@batching
+def test_check_runs_a_launch_of_one_program_once_and_compares_launches_of_more(monkeypatch):
+    """One program's batch is the loop: nothing to compare, and a kernel that reads the clock would
+    differ from itself."""
+    checked = []
+    compare = grid_module._checked
+    monkeypatch.setattr(grid_module, "_checked", lambda *args: checked.append(args[2]) or compare(*args))
+    out = torch.zeros(2, dtype=torch.int64)
+    with kwshim.activate(grid="check"):
+        clock_stamp[(1,)](out)
+        assert out[0] > 0 and checked == []
+        with pytest.raises(kwshim.errors.GridDivergenceError, match="clock_stamp"):
+            clock_stamp[(2,)](out)
+    assert checked == [(2, 1, 1)]

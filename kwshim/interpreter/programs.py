@@ -8,7 +8,9 @@
   that chunk (whose writes were never made), and the kernel remembers why, so that its next
   launch goes straight to the loop;
 - ``"check"``: both from the same state, compared bit for bit; ``GridDivergenceError`` names the
-  kernel, the argument and the first differing element, and the loop's result is left in place.
+  kernel, the argument and the first differing element, and the loop's result is left in place (a
+  launch of one program runs once: its batch is the loop, and a second run of a kernel that reads
+  ``globaltimer`` would differ from the first).
 
 The seam is the interpreter's grid: ``GridExecutor.__call__`` computes the grid from the converted
 arguments after it has patched ``triton.language``, and then loops; kwshim hands it a grid callable
@@ -188,7 +190,7 @@ class _Programs:
 
         interpreter = sys.modules[_INTERPRETER]
         try:
-            if self.mode == "check":
+            if self.mode == "check" and grid[0] * grid[1] * grid[2] > 1:  # one program: the batch is the loop
                 _checked(self.executor.fn, args, grid, self._tensors())
             else:
                 _run(self.executor.fn, args, grid, make_language)
