@@ -1,6 +1,6 @@
 """Affine rows (``interpreter/rows``) on and off, side by side in one process: row kernels written as
-Liger-Kernel writes its forward kernels (rms_norm, swiglu, softmax), batched over 2048 rows of 1024
-fp32 columns (1000 kept by the mask), and the NumPy floor (the kernel's arithmetic as whole-tensor
+Liger-Kernel writes its forward kernels (rms_norm, swiglu, softmax, and the blocked rms_norm, 16 rows
+a program), batched over 2048 rows of 1024 fp32 columns (1000 kept by the mask), and the NumPy floor (the kernel's arithmetic as whole-tensor
 NumPy, one call per operation). Medians of ``--repeats`` launches, alternating; the outputs of rows
 on and off are checked bit for bit first.
 
@@ -60,6 +60,19 @@ def softmax(y_ptr, x_ptr, stride, n_cols, BLOCK: tl.constexpr):
     tl.store(y_ptr + row * stride + cols, e / tl.sum(e, axis=0), mask=mask)
 
 
+@triton.jit
+def block_rms_norm(y_ptr, x_ptr, w_ptr, rstd_ptr, stride, n_rows, n_cols, eps, BLOCK_ROW: tl.constexpr,
+                   BLOCK: tl.constexpr):
+    rows = tl.program_id(0).to(tl.int64) * BLOCK_ROW + tl.arange(0, BLOCK_ROW)
+    cols = tl.arange(0, BLOCK)
+    mask = (rows < n_rows)[:, None] & (cols < n_cols)[None, :]
+    x = tl.load(x_ptr + rows[:, None] * stride + cols[None, :], mask=mask, other=0)
+    w = tl.load(w_ptr + cols, mask=cols < n_cols, other=0)
+    rstd = 1 / tl.sqrt(tl.sum(x * x, axis=1) / n_cols + eps)
+    tl.store(rstd_ptr + rows, rstd, mask=rows < n_rows)
+    tl.store(y_ptr + rows[:, None] * stride + cols[None, :], x * rstd[:, None] * w[None, :], mask=mask)
+
+
 def cases(rows_count, cols):
     torch.manual_seed(0)
     x, w, a, b = torch.randn(rows_count, cols), torch.randn(cols), torch.randn(rows_count, cols), \
@@ -81,6 +94,12 @@ def cases(rows_count, cols):
         softmax[(rows_count,)](y, x, cols, cols, BLOCK=block)
         return (y,)
 
+    def run_block_rms():
+        y, rstd = torch.empty_like(x), torch.empty(rows_count)
+        block_rms_norm[(triton.cdiv(rows_count, 16),)](y, x, w, rstd, cols, rows_count, cols, 1e-6, BLOCK_ROW=16,
+                                                      BLOCK=block)
+        return y, rstd
+
     xn, wn, an, bn = x.numpy(), w.numpy(), a.numpy(), b.numpy()
 
     def floor_rms():
@@ -95,7 +114,7 @@ def cases(rows_count, cols):
         return e / e.sum(axis=1, keepdims=True)
 
     return [("rms_norm", run_rms, floor_rms), ("swiglu", run_swiglu, floor_swiglu),
-            ("softmax", run_softmax, floor_softmax)]
+            ("softmax", run_softmax, floor_softmax), ("rms_norm, 16 rows a program", run_block_rms, floor_rms)]
 
 
 def main():

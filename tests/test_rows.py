@@ -7,7 +7,7 @@ import torch
 import triton
 import triton.language as tl
 
-from kwshim.interpreter import memory, rows
+from kwshim.interpreter import memory, records, rows
 from kwshim.interpreter import programs as grid_module
 
 from .kernels import needs_block_loads
@@ -228,3 +228,106 @@ def test_a_loaded_row_is_a_view_of_the_memory_and_a_store_of_it_keeps_the_bits_i
     assert torch.equal(batched[0], b) and torch.equal(batched[1], a)
     assert _reason(swap_rows) is None and strided_copies["write"] == 4  # two stores, the first chunk and the rest
     assert loaded and all(view.base is not None and not view.flags.writeable for view in loaded)
+
+
+@triton.jit
+def block_rows(x_ptr, y_ptr, total_ptr, n_rows, n_cols, stride, BLOCK_ROW: tl.constexpr, BLOCK: tl.constexpr):
+    """Liger's blocked rms_norm: a block of rows per program, masked by rows and by columns, and one
+    element per row stored at ``total_ptr + rows`` (offsets of each program's own)."""
+    rows = tl.program_id(0).to(tl.int64) * BLOCK_ROW + tl.arange(0, BLOCK_ROW)
+    cols = tl.arange(0, BLOCK)
+    mask = (rows < n_rows)[:, None] & (cols < n_cols)[None, :]
+    x = tl.load(x_ptr + rows[:, None] * stride + cols[None, :], mask=mask, other=0.25)
+    total = tl.sum(x * x, axis=1)
+    tl.store(total_ptr + rows, total, mask=rows < n_rows)
+    tl.store(y_ptr + rows[:, None] * stride + cols[None, :], x * total[:, None], mask=mask)
+
+
+@batching
+@needs_block_loads
+def test_a_block_of_rows_per_program_loads_and_stores_as_strided_copies_with_the_loop_s_bits(strided_copies):
+    """The last program's block runs past the last row; every row's tail is masked."""
+    torch.manual_seed(0)
+    x = torch.randn(2000, 300)
+    grid_module._FALLBACKS.pop(block_rows.fn, None)
+    looped, batched = _both(block_rows, (125,), lambda: (x, torch.zeros(2000, 300), torch.zeros(2000)), 1999, 300,
+                            300, BLOCK_ROW=16, BLOCK=512)
+    _same_bits(looped, batched)
+    assert _reason(block_rows) is None
+    # each chunk's block, and the totals but in the chunk whose last row is masked (a row of 15 of 16: elements)
+    assert strided_copies["read"] == 2 and strided_copies["write"] == 3
+    expected = torch.cat([x, torch.full((2000, 212), 0.25)], dim=1).pow(2).sum(dim=1)
+    torch.testing.assert_close(batched[2][:1999], expected[:1999])
+    assert batched[2][1999] == 0 and batched[1][1999].eq(0).all()  # the masked row: not stored
+
+
+@triton.jit
+def overlapping_blocks(x_ptr, BLOCK_ROW: tl.constexpr, BLOCK: tl.constexpr):
+    """Program p adds one to rows 8p .. 8p + 15: half of its block is the next program's."""
+    rows = tl.program_id(0) * (BLOCK_ROW // 2) + tl.arange(0, BLOCK_ROW)
+    cols = tl.arange(0, BLOCK)
+    pointers = x_ptr + rows[:, None] * BLOCK + cols[None, :]
+    tl.store(pointers, tl.load(pointers) + 1)
+
+
+@triton.jit
+def blocks_written_twice(x_ptr, BLOCK_ROW: tl.constexpr, BLOCK: tl.constexpr):
+    """Program p writes p into rows 8p .. 8p + 15, reading nothing: the later program's rows win."""
+    rows = tl.program_id(0) * (BLOCK_ROW // 2) + tl.arange(0, BLOCK_ROW)
+    cols = tl.arange(0, BLOCK)
+    tl.store(x_ptr + rows[:, None] * BLOCK + cols[None, :], tl.program_id(0) + 0 * cols[None, :] + 0 * rows[:, None])
+
+
+@batching
+@needs_block_loads
+def test_blocks_of_rows_that_meet_another_program_s_keep_the_loop_s_bits():
+    grid_module._FALLBACKS.pop(overlapping_blocks.fn, None)
+    looped, batched = _both(overlapping_blocks, (64,), lambda: (torch.zeros(65 * 8, 128),), BLOCK_ROW=16, BLOCK=128)
+    _same_bits(looped, batched)
+    assert batched[0][8:-8].eq(2).all()  # each row in the middle: added to twice, the second time after the first
+    assert _reason(overlapping_blocks) == records.READ_AFTER_WRITE
+
+    grid_module._FALLBACKS.pop(blocks_written_twice.fn, None)
+    looped, batched = _both(blocks_written_twice, (64,), lambda: (torch.full((65 * 8, 128), -1, dtype=torch.int32),),
+                            BLOCK_ROW=16, BLOCK=128)
+    _same_bits(looped, batched)
+    assert batched[0][8:16].eq(1).all() and batched[0][-8:].eq(63).all()
+    assert _reason(blocks_written_twice) is None
+
+
+@triton.jit
+def diagonal_mask(x_ptr, y_ptr, BLOCK: tl.constexpr):
+    """A block of rows per program under a mask that keeps no row's prefix (the lower triangle)."""
+    rows = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    cols = tl.arange(0, BLOCK)
+    mask = cols[None, :] <= (rows % BLOCK)[:, None]
+    x = tl.load(x_ptr + rows[:, None] * BLOCK + cols[None, :], mask=mask, other=-1.0)
+    tl.store(y_ptr + rows[:, None] * BLOCK + cols[None, :], x * 2, mask=mask)
+
+
+@batching
+@needs_block_loads
+def test_a_block_mask_that_keeps_no_row_s_prefix_takes_the_general_path_with_the_loop_s_bits(strided_copies):
+    torch.manual_seed(0)
+    x = torch.randn(40 * 32, 32)
+    grid_module._FALLBACKS.pop(diagonal_mask.fn, None)
+    looped, batched = _both(diagonal_mask, (40,), lambda: (x, torch.zeros(40 * 32, 32)), BLOCK=32)
+    _same_bits(looped, batched)
+    assert _reason(diagonal_mask) is None and strided_copies["read"] == strided_copies["write"] == 0
+    assert torch.equal(batched[1], torch.tril(x.view(40, 32, 32) * 2).view(40 * 32, 32))
+
+
+def test_row_starts_of_blocks_of_rows_and_of_each_program_s_own_offsets():
+    import numpy as np
+
+    # X_ptr + rows[:, None] * stride (a pointer per program and row), then + cols[None, :]
+    pointers = np.broadcast_to(np.array([[1000, 1400], [5000, 5400]], dtype=np.uint64)[:, :, None], (2, 2, 4))
+    columns = np.broadcast_to(np.arange(2, 6)[None, None], (1, 2, 4))
+    assert rows.row_starts(pointers, columns, 4).tolist() == [[1008, 1408], [5008, 5408]]
+    assert rows.row_starts(pointers, np.array([[[0, 1, 2, 3], [1, 2, 3, 4]]]), 4).tolist() == \
+        [[1000, 1404], [5000, 5404]]  # each row its own run
+    assert rows.row_starts(pointers, np.array([[[0, 1, 2, 3], [0, 2, 4, 6]]]), 4) is None
+    # RSTD_ptr + rows: one pointer for every program, offsets of each program's own
+    pointer = np.broadcast_to(np.array([[800]], dtype=np.uint64), (1, 3))
+    assert rows.row_starts(pointer, np.array([[0, 1, 2], [3, 4, 5]]), 4).tolist() == [800, 812]
+    assert rows.row_starts(pointer, np.array([[0, 1, 2], [3, 5, 7]]), 4) is None

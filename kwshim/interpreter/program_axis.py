@@ -88,7 +88,7 @@ def _bytes_of(element):
 
 def _everywhere(ptr):
     """An all-true mask for the block of pointers ``ptr`` (broadcast, not made)."""
-    return _interpreter().TensorHandle(np.ones((1,) * ptr.data.ndim, dtype=bool), _interpreter().tl.int1)
+    return _interpreter().TensorHandle(np.ones((1,) * rows.block_ndim(ptr), dtype=bool), _interpreter().tl.int1)
 
 
 def _refuse(reason):
@@ -140,7 +140,7 @@ class ProgramAxisOperations:
         width = _bytes_of(ptr.get_element_ty())
         starts = rows.row_starts(ptr.data, offset.data, width)
         if starts is not None:  # each program's row from its own start: kept as the starts
-            return rows.pointers_class(_interpreter().TensorHandle)(starts, offset.data.shape[1], width, ptr.dtype)
+            return rows.pointers_class(_interpreter().TensorHandle)(starts, offset.data.shape[-1], width, ptr.dtype)
         steps = np.multiply(offset.data, width, dtype=np.int64)
         bases = ptr.data.view(np.int64)
         TensorHandle = _interpreter().TensorHandle
@@ -209,10 +209,11 @@ class ProgramAxisOperations:
         return TensorHandle(data, element)
 
     def create_masked_store(self, ptrs, value, mask, *args, **kwargs):
-        length = rows.prefix(ptrs, mask)
-        if length is not None and value.data.ndim == 2:
-            kept = np.ascontiguousarray(value.data[:, :length])  # its bits, as the native store takes them
-            self.kwshim_batch.log.store_rows(ptrs.starts, kept.view(f"uint{kept.dtype.itemsize * 8}"))
+        found = rows.prefix(ptrs, mask)
+        stored = None if found is None else rows.store_rows(ptrs, value, found)
+        if stored is not None:
+            starts, kept, owners = stored  # the values' bits, as the native store takes them
+            self.kwshim_batch.log.store_rows(starts, kept.view(f"uint{kept.dtype.itemsize * 8}"), owners)
             return
         ptr_data, value_data, mask_data = _common(ptrs.data, value.data, mask.data)
         if mask_data.all():

@@ -99,16 +99,19 @@ class Record:
 
 class Rows(Record):
     """A record of rows: each program moved ``length`` consecutive elements of ``width`` bytes from its
-    own start (``base + pid * stride + tl.arange``, masked by ``arange < n`` or not at all). Kept as
-    the starts alone; the addresses, values and mask the other records hold are made only where a
-    rule needs them (``rows_conflict`` decides most batches on the starts)."""
+    own start (``base + pid * stride + tl.arange``, masked by ``arange < n`` or not at all), or, with
+    ``owners``, each row from its own start, moved by the program ``owners`` names (a block of rows
+    per program, in program order). Kept as the starts alone; the addresses, values and mask the
+    other records hold are made only where a rule needs them (``rows_conflict`` decides most batches
+    on the starts)."""
 
-    def __init__(self, starts, length, width, rows, step, programs):
+    def __init__(self, starts, length, width, rows, step, programs, owners=None):
         self.starts, self.length, self.width, self.rows = starts, length, width, rows
-        self.step, self.every = step, (programs if starts.size == 1 and programs > 1 else 0)
+        self.step, self.every = step, (programs if starts.size == 1 and programs > 1 and owners is None else 0)
         self._increasing = self._span = self._programs = None
         self.apply = self.kind = None
         self._made = None
+        self.owners, self.batch = owners, programs  # the program of each row (None: row i is program i's)
 
     def _make(self):
         if self._made is None:
@@ -122,7 +125,14 @@ class Rows(Record):
     mask = property(lambda self: self._make()[2])
 
     def counts(self):
-        return np.full(self.starts.size, self.length, dtype=np.intp)
+        if self.owners is None:
+            return np.full(self.starts.size, self.length, dtype=np.intp)
+        return np.bincount(self.owners, minlength=self.batch).astype(np.intp) * self.length
+
+    def programs(self, first):
+        if self.owners is None:
+            return super().programs(first)
+        return np.repeat(self.owners, self.length)
 
     def span(self):
         if self._span is None:
@@ -133,8 +143,9 @@ class Rows(Record):
         return self.starts.size * self.length
 
     def bounds(self):
-        """Each program's bytes, [start, end), and the program."""
-        return self.starts, self.starts + self.length * self.width, np.arange(self.starts.size)
+        """Each row's bytes, [start, end), and its program."""
+        owners = np.arange(self.starts.size) if self.owners is None else self.owners
+        return self.starts, self.starts + self.length * self.width, owners
 
 
 #: The most stores' rows one load's row may meet before the rows' rule leaves the batch to the others.

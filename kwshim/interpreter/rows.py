@@ -1,13 +1,16 @@
-"""Pointers that are each program's row from its own start, kept as the starts (affine pointers).
+"""Pointers that are rows, each from its own start, kept as the starts (affine pointers).
 
 Most kernels address a row per program: ``X_ptr += pid * stride`` and then
-``tl.load(X_ptr + tl.arange(0, BLOCK), mask=tl.arange(0, BLOCK) < n)``. The interpreter makes a
-whole-launch block of int64 addresses for that, and the batch checked and gathered it element by
-element. Here ``addptr`` of a pointer per program and offsets that run up by one keeps only each
-program's start (``pointers_class``); under a mask that keeps a prefix of the row (``arange < n``, or
-none) a load is a read-only view of the memory (``memory.read_rows``) and a store one strided copy
-(``write_rows``), recorded as ``records.Rows``. Anything else reads ``data`` and takes the general
-path: the block is made then.
+``tl.load(X_ptr + tl.arange(0, BLOCK), mask=tl.arange(0, BLOCK) < n)``; others a block of rows per
+program, ``X_ptr + rows[:, None] * stride + cols[None, :]`` under ``(rows < n_rows)[:, None] &
+(cols < n_cols)[None, :]``. The interpreter makes a whole-launch block of int64 addresses for that,
+and the batch checked and gathered it element by element. Here ``addptr`` of a pointer per row
+(splat along the block's last axis) and offsets that run up by one along it keeps only each row's
+start (``pointers_class``); under a mask that keeps a prefix of every row, or none of it
+(``arange < n``, a row mask, or none), a load is a read-only view of the memory
+(``memory.read_rows``) and a store one strided copy (``write_rows``), recorded as ``records.Rows``
+with the program of each row. Anything else reads ``data`` and takes the general path: the block is
+made then.
 """
 
 import functools
@@ -17,7 +20,7 @@ import numpy as np
 
 from . import memory
 
-__all__ = ["addresses", "row_starts", "pointers_class", "prefix", "load"]
+__all__ = ["addresses", "row_starts", "pointers_class", "block_ndim", "prefix", "load", "shared", "store_rows"]
 
 _INTERPRETER = "triton.runtime.interpreter"
 
@@ -32,23 +35,33 @@ def addresses(starts, length, width):
 
 
 def row_starts(pointers, offsets, width):
-    """Each program's byte address of its row, (programs or 1,) int64, where ``pointers + offsets``
-    is one pointer per program splat over a 1-D block plus offsets that run up by one from a start
-    all programs share (``X_ptr + row * stride`` then ``+ tl.arange(0, BLOCK)``); else None."""
-    if pointers.ndim != 2 or offsets.ndim != 2 or offsets.shape[0] != 1 or pointers.strides[1] != 0 \
-            or pointers.shape[1] != offsets.shape[1] or offsets.shape[1] < 2 or offsets.dtype.kind not in "iu":
+    """Each row's byte address, int64 of the pointers' shape less its last axis (programs or 1, then
+    the block's leading axes), where ``pointers + offsets`` is a pointer per row, splat along the
+    block's last axis, plus offsets that run up by one along it (``X_ptr + row * stride`` then
+    ``+ tl.arange(0, BLOCK)``; ``X_ptr + rows[:, None] * stride`` then ``+ cols[None, :]``;
+    ``RSTD_ptr + rows * stride`` where the stride is one); else None."""
+    if pointers.ndim < 2 or offsets.ndim != pointers.ndim or pointers.strides[-1] != 0 \
+            or pointers.shape[1:] != offsets.shape[1:] or offsets.shape[-1] < 2 or offsets.dtype.kind not in "iu":
         return None
-    run = offsets[0]
+    shared_run = all(not stride or size == 1 for stride, size in zip(offsets.strides[1:-1], offsets.shape[1:-1]))
+    if offsets.shape[0] != 1 or not shared_run:
+        # offsets of their own in each program or row (``RSTD_ptr + rows * stride``): each must run up by one
+        if 1 not in (pointers.shape[0], offsets.shape[0]) and pointers.shape[0] != offsets.shape[0] \
+                or (np.diff(offsets, axis=-1) != 1).any():
+            return None
+        return pointers[..., 0].view(np.int64) + offsets[..., 0].astype(np.int64) * width
+    run = offsets[(0,) * (offsets.ndim - 1)]  # one run, broadcast over the leading axes
     if int(run[-1]) - int(run[0]) != run.size - 1 or (run[1:] - run[:-1] != 1).any():
         return None
-    return pointers[:, 0].view(np.int64) + int(run[0]) * width
+    return pointers[..., 0].view(np.int64) + int(run[0]) * width
 
 
 @functools.lru_cache(maxsize=None)
 def pointers_class(TensorHandle):
     class RowPointers(TensorHandle):
-        """A block of pointers, each program's ``start + i * width`` for i below ``length``, kept as
-        the starts; the block itself is made only where something reads ``data``."""
+        """A block of pointers, each row's ``start + i * width`` for i below ``length``, kept as the
+        starts (programs or 1, then the block's leading axes); the block itself is made only where
+        something reads ``data``."""
 
         def __init__(self, starts, length, width, dtype):
             self.starts, self.length, self.width = starts, length, width
@@ -57,7 +70,8 @@ def pointers_class(TensorHandle):
         @property
         def data(self):
             if self._data is None:
-                self._data = addresses(self.starts, self.length, self.width).reshape(-1, self.length)
+                self._data = addresses(self.starts.reshape(-1), self.length, self.width).reshape(
+                    self.starts.shape + (self.length,))
             return self._data
 
         @data.setter
@@ -67,43 +81,106 @@ def pointers_class(TensorHandle):
     return RowPointers
 
 
+def block_ndim(handle):
+    """The dimensions of ``handle``'s block (its program axis included), without making a row
+    pointers' addresses."""
+    starts = getattr(handle, "starts", None)
+    return handle.data.ndim if starts is None else starts.ndim + 1
+
+
 def prefix(ptrs, mask):
-    """How many leading elements of each program's row ``mask`` keeps, where ``ptrs`` are row
-    pointers and ``mask`` is the same in every program and keeps a prefix (``arange < n``, or all);
-    else None."""
+    """``(length, kept)`` where ``ptrs`` are row pointers and ``mask`` keeps the leading ``length``
+    elements of some rows and nothing of the others: ``kept`` is None where it keeps every row, else
+    which (booleans of the starts' shape); None where the mask is not that."""
     if not isinstance(ptrs, pointers_class(_interpreter().TensorHandle)):
         return None
-    kept = mask.data
-    if kept.shape[0] != 1 or kept.ndim > 2:
+    starts, kept = ptrs.starts, mask.data
+    if kept.ndim > starts.ndim + 1:
         return None
-    kept = np.broadcast_to(kept.reshape(-1) if kept.ndim == 2 else kept, (ptrs.length,))
-    length = int(np.count_nonzero(kept))
-    return length if length and kept[:length].all() else None
+    kept = kept.reshape((1,) * (starts.ndim + 1 - kept.ndim) + kept.shape)
+    if kept.shape[-1] not in (1, ptrs.length):
+        return None
+    if all(size == 1 for size in kept.shape[:-1]):  # one mask for every row
+        row = np.broadcast_to(kept.reshape(-1), (ptrs.length,))
+        length = int(np.count_nonzero(row))
+        return (length, None) if length and row[:length].all() else None
+    kept = np.broadcast_to(kept, kept.shape[:-1] + (ptrs.length,))
+    counts = np.count_nonzero(kept, axis=-1)
+    length = int(counts.max())
+    full = counts == length
+    if not length or not (full | (counts == 0)).all() or not (kept[..., :length].all(axis=-1) == full).all():
+        return None
+    try:
+        full = np.broadcast_to(full, starts.shape)
+    except ValueError:  # one start for every program, a mask per program
+        return None
+    return length, (None if full.all() else full)
+
+
+def _rows_of(starts, kept):
+    """The kept rows' starts, flat, and the program of each (None: one row per program, all kept)."""
+    if kept is None:
+        if starts.ndim == 1:
+            return starts, None
+        return starts.reshape(-1), np.repeat(np.arange(starts.shape[0]), starts[0].size)
+    return starts[kept], np.nonzero(kept)[0]
 
 
 def load(log, ptrs, mask, other, fewest):
-    """A load of row pointers under a prefix mask: a view of each program's row (``memory.read_rows``;
-    a masked tail, ``other``, makes a copy), recorded as rows; None where the load is not that."""
-    length = prefix(ptrs, mask)
-    if length is None:
+    """A load of row pointers under a prefix mask: a view of each kept row (``memory.read_rows``; a
+    masked tail or row, ``other``, makes a copy), recorded as rows; None where the load is not that."""
+    found = prefix(ptrs, mask)
+    if found is None:
         return None
+    length, kept = found
     interpreter = _interpreter()
     element = ptrs.get_element_ty()
     numpy_type = np.dtype(interpreter._get_np_dtype(element))
-    if numpy_type.kind == "b" or numpy_type.itemsize != ptrs.width or ptrs.starts.size * length < fewest:
+    starts = ptrs.starts
+    if numpy_type.kind == "b" or numpy_type.itemsize != ptrs.width or shared(starts):
         return None
-    view = loaded = memory.read_rows(ptrs.starts, length, numpy_type)
+    flat, owners = _rows_of(starts, kept)
+    if flat.size * length < fewest:
+        return None
+    view = loaded = memory.read_rows(flat, length, numpy_type)
     if loaded is None:
-        loaded = memory.gather(addresses(ptrs.starts, length, ptrs.width), numpy_type)
+        loaded = memory.gather(addresses(flat, length, ptrs.width), numpy_type)
         if loaded is None:  # the general path records it
             return None
-        loaded = loaded.reshape(ptrs.starts.size, length)
-    log.load_rows(ptrs.starts, length, ptrs.width, view=view if length == ptrs.length else None)
-    if length < ptrs.length:
-        programs = max(ptrs.starts.size, 1 if other is None else other.data.shape[0])
-        data = np.zeros((programs, ptrs.length), numpy_type)  # C order: a reduction adds as the loop's does
-        if other is not None:
-            data[:, length:] = np.broadcast_to(other.data, (programs, ptrs.length))[:, length:]
-        data[:, :length] = loaded
-        loaded = data
-    return interpreter.TensorHandle(loaded, element)
+        loaded = loaded.reshape(flat.size, length)
+    log.load_rows(flat, length, ptrs.width, view=view if length == ptrs.length else None, owners=owners)
+    if length == ptrs.length and kept is None:
+        return interpreter.TensorHandle(loaded.reshape(starts.shape + (length,)), element)
+    programs = max(starts.shape[0], 1 if other is None else other.data.shape[0])
+    shape = (programs,) + starts.shape[1:] + (ptrs.length,)
+    data = np.zeros(shape, numpy_type)  # C order: a reduction adds as the loop's does
+    if other is not None:
+        data[...] = np.broadcast_to(other.data, shape)
+    if kept is None:
+        data[..., :length] = loaded.reshape(starts.shape + (length,))
+    else:
+        data[kept, :length] = loaded
+    return interpreter.TensorHandle(data, element)
+
+
+def shared(starts):
+    """Whether these are rows every program shares, more than one: left to the general path (a
+    record of rows is one program's rows, or one row every program moves)."""
+    return starts.shape[0] == 1 and starts.size > 1
+
+
+def store_rows(ptrs, value, found):
+    """``(starts, rows, owners)`` for a store of ``value`` through row pointers under the prefix mask
+    ``found`` (``prefix``): the kept rows' starts and values (C order), and the program of each;
+    None where the store is not that."""
+    length, kept = found
+    starts, data = ptrs.starts, value.data
+    if data.ndim != starts.ndim + 1:
+        return None
+    if starts.ndim == 1 and kept is None:  # a row per program (or one for every program): as given
+        return starts, np.ascontiguousarray(data[:, :length]), None
+    if shared(starts) or data.shape[0] not in (1, starts.shape[0]):
+        return None
+    data = np.broadcast_to(data, starts.shape + (ptrs.length,))[..., :length]
+    flat, owners = _rows_of(starts, kept)
+    return flat, np.ascontiguousarray(data[kept] if kept is not None else data.reshape(-1, length)), owners

@@ -54,18 +54,24 @@ class StoreLog:
     def store(self, addresses, values, mask):
         self.stores.append(_Record(addresses, self._own(values), mask, self._step(), self.programs))
 
-    def load_rows(self, starts, length, width, view=None):
+    def load_rows(self, starts, length, width, view=None, owners=None):
         """A load of ``length`` elements of ``width`` bytes from each start (int64 byte addresses,
-        one per program, or one for all); ``view``: the values, where they are a view of the memory."""
-        record = _Rows(starts, length, width, None, self._step(), self.programs)
+        one per program, or one for all; or, with ``owners``, one per row, ``owners`` the program of
+        each); ``view``: the values, where they are a view of the memory."""
+        record = _Rows(starts, length, width, None, self._step(), self.programs, owners)
         self.loads.append(record)
         if view is not None:
             self._views.append(view)
         return record
 
-    def store_rows(self, starts, rows):
-        """A store of each row of ``rows`` (programs or 1, length; the values' bits) from its start."""
+    def store_rows(self, starts, rows, owners=None):
+        """A store of each row of ``rows`` (programs or 1, length; the values' bits) from its start
+        (with ``owners``, the program of each row: one start and one row of values each)."""
         rows = self._own(rows)
+        if owners is not None:
+            self.stores.append(_Rows(starts, rows.shape[1], rows.dtype.itemsize, rows, self._step(), self.programs,
+                                     owners))
+            return
         programs = max(starts.size, rows.shape[0])
         starts = np.broadcast_to(starts, (programs,))
         rows = np.broadcast_to(rows, (programs, rows.shape[1]))
