@@ -154,11 +154,13 @@ def load(log, ptrs, mask, other, fewest):
     programs = max(starts.shape[0], 1 if other is None else other.data.shape[0])
     shape = (programs,) + starts.shape[1:] + (ptrs.length,)
     data = np.zeros(shape, numpy_type)  # C order: a reduction adds as the loop's does
-    if other is not None:
-        data[...] = np.broadcast_to(other.data, shape)
     if kept is None:
+        if other is not None:
+            data[..., length:] = np.broadcast_to(other.data, shape)[..., length:]
         data[..., :length] = loaded.reshape(starts.shape + (length,))
     else:
+        if other is not None:
+            data[...] = np.broadcast_to(other.data, shape)
         data[kept, :length] = loaded
     return interpreter.TensorHandle(data, element)
 
