@@ -120,6 +120,19 @@ def test_an_unknown_keyword_is_dropped_where_the_release_drops_it():
 
 
 @batching
+def test_a_parameter_is_plain_and_a_tensor_subclass_is_not():
+    x, out = torch.nn.Parameter(torch.arange(8.0)), torch.zeros(8)
+    executor = _executor(scaled_copy)
+    bound = plain_launch.bound(executor, (x, out, 3), {})
+    assert _described(bound) == _described(_interpreters_binding(executor, (x, out, 3), {}))
+
+    class Subclass(torch.Tensor):
+        pass
+
+    assert plain_launch.bound(executor, (torch.arange(8.0).as_subclass(Subclass), out, 3), {}) is None
+
+
+@batching
 def test_a_wrapped_tensor_a_hooked_launch_and_a_star_args_kernel_are_left_to_the_interpreter():
     x, out = torch.arange(8.0), torch.zeros(8)
     executor = _executor(scaled_copy)

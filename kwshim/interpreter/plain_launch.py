@@ -7,13 +7,13 @@ already in CPU memory the copies are the same memory, so they change nothing, ye
 launch of a few programs they are a quarter of its time.
 
 ``bound`` gives a launch's converted arguments, as ``GridExecutor`` gives them to the grid, where
-every argument is plain: a CPU ``torch.Tensor`` (not a wrapper, a tuple or a tensor descriptor), a
-Python scalar, ``None``, a string, a ``tl.constexpr`` or a ``tl.tensor`` (a scalar kwshim's launch
-converted); the launch has no pre-run hooks; its keywords are parameters, or launch keywords that
-the release drops. The signature is read once per function, and the types ``_implicit_cvt`` gives
-once per tensor dtype and int value. Anything else returns None, and the interpreter's own path
-runs, as before. Under ``grid="batched"`` the grid seam (``programs``) then runs the programs on
-these arguments itself.
+every argument is plain: a CPU ``torch.Tensor`` or ``nn.Parameter`` (not another subclass, a
+wrapper, a tuple or a tensor descriptor), a Python scalar, ``None``, a string, a ``tl.constexpr``
+or a ``tl.tensor`` (a scalar kwshim's launch converted); the launch has no pre-run hooks; its
+keywords are parameters, or launch keywords that the release drops. The signature is read once per
+function, and the types ``_implicit_cvt`` gives once per tensor dtype and int value. Anything else
+returns None, and the interpreter's own path runs, as before. Under ``grid="batched"`` the grid
+seam (``programs``) then runs the programs on these arguments itself.
 """
 
 import inspect
@@ -45,9 +45,9 @@ def _signature(fn):
     return signature
 
 
-def _plain(value, tensor_class, language_classes) -> bool:
+def _plain(value, tensor_classes, language_classes) -> bool:
     kind = type(value)
-    if kind is tensor_class:
+    if kind in tensor_classes:
         return value.is_cpu
     return kind in _SCALARS or kind in language_classes
 
@@ -80,12 +80,12 @@ def bound(executor, args_dev, kwargs) -> Optional[dict]:
                 if name not in defaults:
                     return None
                 args[name] = defaults[name]
-    tensor_class, language_classes = torch.Tensor, (tl.constexpr, tl.core.tensor)
+    tensor_classes, language_classes = (torch.Tensor, torch.nn.Parameter), (tl.constexpr, tl.core.tensor)
     for value in args.values():
-        if not _plain(value, tensor_class, language_classes):
+        if not _plain(value, tensor_classes, language_classes):
             return None
     constexprs = executor.constexprs
-    return {name: value if name in constexprs else _converted(value, tensor_class, interpreter)
+    return {name: value if name in constexprs else _converted(value, tensor_classes, interpreter)
             for name, value in args.items()}
 
 
@@ -95,11 +95,11 @@ _MADE: Dict[object, tuple] = {}
 _MOST_MADE = 4096
 
 
-def _converted(value, tensor_class, interpreter):
+def _converted(value, tensor_classes, interpreter):
     """``interpreter._implicit_cvt(value)``, made from what it made of the same dtype (a tensor) or
     value (an int) before: its types are read once, not per launch."""
     kind = type(value)
-    if kind is tensor_class:
+    if kind in tensor_classes:
         key, element = value.dtype, value.data_ptr()
     elif kind is int or kind is bool:
         key, element = (kind, value), value
