@@ -139,14 +139,22 @@ def test_stores_of_two_widths_over_one_byte_fall_back():
     assert _reason(two_widths) == "stores of two element sizes reach one address"
 
 
-def test_row_starts_are_kept_only_for_a_run_that_rises_by_one():
+def _found(pointers, offsets, width):
+    """``rows.row_starts``' answer as lists: (starts, pitch), or None."""
+    found = rows.row_starts(pointers, offsets, width)
+    return None if found is None else (found[0].tolist(), found[1])
+
+
+def test_row_starts_are_kept_only_for_a_run_that_rises_by_one_step():
     import numpy as np
 
     pointers = np.broadcast_to(np.array([1000, 5000], dtype=np.uint64)[:, None], (2, 4))
-    assert rows.row_starts(pointers, np.arange(3, 7)[None], 4).tolist() == [1012, 5012]
-    assert rows.row_starts(pointers, np.array([[0, 2, 4, 6]]), 4) is None  # every other element
-    assert rows.row_starts(pointers, np.array([[0, 1, 3, 2]]), 4) is None
-    assert rows.row_starts(np.ascontiguousarray(pointers), np.arange(4)[None], 4) is None  # not one start a row
+    assert _found(pointers, np.arange(3, 7)[None], 4) == ([1012, 5012], 4)
+    assert _found(pointers, np.array([[0, 2, 4, 6]]), 4) == ([1000, 5000], 8)  # every other element
+    assert _found(pointers, np.array([[0, 1, 3, 2]]), 4) is None
+    assert _found(pointers, np.array([[3, 3, 3, 3]]), 4) is None  # one element four times
+    assert _found(pointers, np.array([[6, 4, 2, 0]]), 4) is None  # falling
+    assert _found(np.ascontiguousarray(pointers), np.arange(4)[None], 4) is None  # not one start a row
 
 
 @triton.jit
@@ -323,11 +331,52 @@ def test_row_starts_of_blocks_of_rows_and_of_each_program_s_own_offsets():
     # X_ptr + rows[:, None] * stride (a pointer per program and row), then + cols[None, :]
     pointers = np.broadcast_to(np.array([[1000, 1400], [5000, 5400]], dtype=np.uint64)[:, :, None], (2, 2, 4))
     columns = np.broadcast_to(np.arange(2, 6)[None, None], (1, 2, 4))
-    assert rows.row_starts(pointers, columns, 4).tolist() == [[1008, 1408], [5008, 5408]]
-    assert rows.row_starts(pointers, np.array([[[0, 1, 2, 3], [1, 2, 3, 4]]]), 4).tolist() == \
-        [[1000, 1404], [5000, 5404]]  # each row its own run
-    assert rows.row_starts(pointers, np.array([[[0, 1, 2, 3], [0, 2, 4, 6]]]), 4) is None
+    assert _found(pointers, columns, 4) == ([[1008, 1408], [5008, 5408]], 4)
+    assert _found(pointers, np.array([[[0, 1, 2, 3], [1, 2, 3, 4]]]), 4) == \
+        ([[1000, 1404], [5000, 5404]], 4)  # each row its own run
+    assert _found(pointers, np.array([[[0, 1, 2, 3], [0, 2, 4, 6]]]), 4) is None  # two steps
     # RSTD_ptr + rows: one pointer for every program, offsets of each program's own
     pointer = np.broadcast_to(np.array([[800]], dtype=np.uint64), (1, 3))
-    assert rows.row_starts(pointer, np.array([[0, 1, 2], [3, 4, 5]]), 4).tolist() == [800, 812]
-    assert rows.row_starts(pointer, np.array([[0, 1, 2], [3, 5, 7]]), 4) is None
+    assert _found(pointer, np.array([[0, 1, 2], [3, 4, 5]]), 4) == ([800, 812], 4)
+    assert _found(pointer, np.array([[0, 2, 4], [3, 5, 7]]), 4) == ([800, 812], 8)
+    assert _found(pointer, np.array([[0, 1, 2], [3, 5, 7]]), 4) is None
+
+
+@triton.jit
+def complex_rotate(x_ptr, BLOCK: tl.constexpr):
+    """Llama 4's rope: a row of complex numbers per program, real and imaginary parts interleaved,
+    each read and written every other element, in place."""
+    x_ptr += tl.program_id(0).to(tl.int64) * 2 * BLOCK
+    half = tl.arange(0, BLOCK)
+    real, imag = tl.load(x_ptr + half * 2), tl.load(x_ptr + half * 2 + 1)
+    tl.store(x_ptr + half * 2, real * 0.5 - imag * 0.25)
+    tl.store(x_ptr + half * 2 + 1, real * 0.25 + imag * 0.5)
+
+
+@triton.jit
+def rotate_the_next(x_ptr, BLOCK: tl.constexpr):
+    """Program p writes the real parts of row p + 1 from its own: program p + 1 reads them after."""
+    row = tl.program_id(0)
+    half = tl.arange(0, BLOCK)
+    real = tl.load(x_ptr + row * 2 * BLOCK + half * 2)
+    tl.store(x_ptr + (row + 1) * 2 * BLOCK + half * 2, real + 1)
+
+
+@batching
+@needs_block_loads
+def test_rows_of_every_other_element_load_and_store_as_strided_copies_with_the_loop_s_bits(strided_copies):
+    torch.manual_seed(0)
+    x = torch.randn(300, 512)
+    grid_module._FALLBACKS.pop(complex_rotate.fn, None)
+    looped, batched = _both(complex_rotate, (300,), lambda: (x.clone(),), BLOCK=256)
+    _same_bits(looped, batched)
+    assert _reason(complex_rotate) is None
+    assert strided_copies["read"] == 4 and strided_copies["write"] == 4  # two chunks, two of each
+    real, imag = x[:, 0::2], x[:, 1::2]
+    assert torch.equal(batched[0][:, 0::2], real * 0.5 - imag * 0.25)
+
+    grid_module._FALLBACKS.pop(rotate_the_next.fn, None)
+    looped, batched = _both(rotate_the_next, (64,), lambda: (torch.zeros(65, 512),), BLOCK=256)
+    _same_bits(looped, batched)
+    assert batched[0][-1, 0::2].eq(64).all() and batched[0][-1, 1::2].eq(0).all()
+    assert _reason(rotate_the_next) == records.READ_AFTER_WRITE

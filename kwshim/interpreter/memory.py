@@ -68,35 +68,41 @@ def scatter(addresses, values, rising=None):
     return True
 
 
-def _rows(starts, row_bytes, writing):
-    """A uint8 view, (programs, ``row_bytes``), of the rows of bytes at ``starts`` (int64 addresses,
-    one per program) where they are equally spaced, rising (and, for ``writing``, apart); else None."""
+def _rows(starts, length, itemsize, pitch, writing):
+    """A uint8 view, (programs, ``length``, ``itemsize``), of the rows of ``length`` elements of
+    ``itemsize`` bytes, ``pitch`` bytes apart, at ``starts`` (int64 addresses, one per row) where the
+    rows are equally spaced, rising (and, for ``writing``, apart); else None."""
+    row_bytes = (length - 1) * pitch + itemsize
     spacing = row_bytes
     if starts.size > 1:
         spacing = int(starts[1] - starts[0])
         if spacing < (row_bytes if writing else 0) or (starts[2:] - starts[1:-1] != spacing).any():
             return None
     span = (ctypes.c_char * ((starts.size - 1) * spacing + row_bytes)).from_address(int(starts[0]))
-    return np.lib.stride_tricks.as_strided(np.frombuffer(span, np.uint8), (starts.size, row_bytes), (spacing, 1))
+    return np.lib.stride_tricks.as_strided(np.frombuffer(span, np.uint8), (starts.size, length, itemsize),
+                                           (spacing, pitch, 1))
 
 
-def read_rows(starts, length, dtype):
-    """(programs, ``length``) values of ``dtype``, each row read from its start, or None where the rows
-    are not equally spaced: a read-only strided view of the memory itself, no copy. It holds the bytes
-    the native loop reads only while nothing writes there: a batch's stores wait until it ends
-    (``StoreLog``, which copies a stored value that is such a view)."""
-    view = _rows(starts, length * dtype.itemsize, writing=False)
+def read_rows(starts, length, dtype, pitch=None):
+    """(programs, ``length``) values of ``dtype``, each row read from its start (its elements
+    ``pitch`` bytes apart: by default, next to each other), or None where the rows are not equally
+    spaced: a read-only strided view of the memory itself, no copy. It holds the bytes the native
+    loop reads only while nothing writes there: a batch's stores wait until it ends (``StoreLog``,
+    which copies a stored value that is such a view)."""
+    view = _rows(starts, length, dtype.itemsize, pitch or dtype.itemsize, writing=False)
     if view is None:
         return None
     view.flags.writeable = False
-    return view.view(dtype)
+    return view.view(dtype)[..., 0]
 
 
-def write_rows(starts, values):
-    """Write each row of ``values`` (programs, length) from its start; False (nothing written) where
-    the rows are not equally spaced and apart: one strided copy."""
+def write_rows(starts, values, pitch=None):
+    """Write each row of ``values`` (programs, length) from its start (its elements ``pitch`` bytes
+    apart: by default, next to each other); False (nothing written) where the rows are not equally
+    spaced and apart: one strided copy."""
     values = np.ascontiguousarray(values)
-    view = _rows(starts, values.shape[1] * values.dtype.itemsize, writing=True)
+    itemsize = values.dtype.itemsize
+    view = _rows(starts, values.shape[1], itemsize, pitch or itemsize, writing=True)
     if view is None:
         return False
     view[...] = values.view(np.uint8).reshape(view.shape)

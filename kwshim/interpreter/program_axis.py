@@ -138,9 +138,15 @@ class ProgramAxisOperations:
 
     def create_addptr(self, ptr, offset):  # the interpreter's, in two passes over the block instead of three
         width = _bytes_of(ptr.get_element_ty())
-        starts = rows.row_starts(ptr.data, offset.data, width)
-        if starts is not None:  # each program's row from its own start: kept as the starts
-            return rows.pointers_class(_interpreter().TensorHandle)(starts, offset.data.shape[-1], width, ptr.dtype)
+        if isinstance(ptr, rows.pointers_class(_interpreter().TensorHandle)):
+            moved = rows.shifted(ptr, offset.data)
+            if moved is not None:
+                return moved
+        found = rows.row_starts(ptr.data, offset.data, width)
+        if found is not None:  # each row from its own start: kept as the starts
+            starts, pitch = found
+            return rows.pointers_class(_interpreter().TensorHandle)(starts, offset.data.shape[-1], width, ptr.dtype,
+                                                                    pitch)
         steps = np.multiply(offset.data, width, dtype=np.int64)
         bases = ptr.data.view(np.int64)
         TensorHandle = _interpreter().TensorHandle
@@ -213,7 +219,7 @@ class ProgramAxisOperations:
         stored = None if found is None else rows.store_rows(ptrs, value, found)
         if stored is not None:
             starts, kept, owners = stored  # the values' bits, as the native store takes them
-            self.kwshim_batch.log.store_rows(starts, kept.view(f"uint{kept.dtype.itemsize * 8}"), owners)
+            self.kwshim_batch.log.store_rows(starts, kept.view(f"uint{kept.dtype.itemsize * 8}"), owners, ptrs.pitch)
             return
         ptr_data, value_data, mask_data = _common(ptrs.data, value.data, mask.data)
         if mask_data.all():

@@ -105,8 +105,9 @@ class Rows(Record):
     other records hold are made only where a rule needs them (``rows_conflict`` decides most batches
     on the starts)."""
 
-    def __init__(self, starts, length, width, rows, step, programs, owners=None):
+    def __init__(self, starts, length, width, rows, step, programs, owners=None, pitch=None):
         self.starts, self.length, self.width, self.rows = starts, length, width, rows
+        self.pitch = pitch or width  # bytes from one element of a row to the next
         self.step, self.every = step, (programs if starts.size == 1 and programs > 1 and owners is None else 0)
         self._increasing = self._span = self._programs = None
         self.apply = self.kind = None
@@ -116,7 +117,7 @@ class Rows(Record):
     def _make(self):
         if self._made is None:
             values = None if self.rows is None else np.ascontiguousarray(self.rows).reshape(-1)
-            self._made = (row_addresses(self.starts, self.length, self.width), values,
+            self._made = (row_addresses(self.starts, self.length, self.width, self.pitch), values,
                           np.ones((self.starts.size, self.length), dtype=bool))
         return self._made
 
@@ -136,16 +137,17 @@ class Rows(Record):
 
     def span(self):
         if self._span is None:
-            self._span = (np.uint64(self.starts.min()), np.uint64(self.starts.max() + (self.length - 1) * self.width))
+            self._span = (np.uint64(self.starts.min()), np.uint64(self.starts.max() + (self.length - 1) * self.pitch))
         return self._span
 
     def moved(self):
         return self.starts.size * self.length
 
     def bounds(self):
-        """Each row's bytes, [start, end), and its program."""
+        """Each row's bytes, [start, end), and its program (a row whose elements are apart spans the
+        bytes between them too: the rule is then safe, not exact)."""
         owners = np.arange(self.starts.size) if self.owners is None else self.owners
-        return self.starts, self.starts + self.length * self.width, owners
+        return self.starts, self.starts + (self.length - 1) * self.pitch + self.width, owners
 
 
 #: The most stores' rows one load's row may meet before the rows' rule leaves the batch to the others.

@@ -20,7 +20,8 @@ import numpy as np
 
 from . import memory
 
-__all__ = ["addresses", "row_starts", "pointers_class", "block_ndim", "prefix", "load", "shared", "store_rows"]
+__all__ = ["addresses", "row_starts", "shifted", "pointers_class", "block_ndim", "prefix", "load", "shared",
+           "store_rows"]
 
 _INTERPRETER = "triton.runtime.interpreter"
 
@@ -29,48 +30,68 @@ def _interpreter():
     return sys.modules[_INTERPRETER]
 
 
-def addresses(starts, length, width):
-    """Each program's ``length`` addresses from its start, programs first, as the interpreter's uint64."""
-    return (starts[:, None] + np.arange(length, dtype=np.int64) * width).reshape(-1).view(np.uint64)
+def addresses(starts, length, width, pitch=None):
+    """Each row's ``length`` addresses from its start, ``pitch`` bytes apart (by default ``width``, next
+    to each other), rows first, as the interpreter's uint64."""
+    return (starts[:, None] + np.arange(length, dtype=np.int64) * (pitch or width)).reshape(-1).view(np.uint64)
 
 
 def row_starts(pointers, offsets, width):
-    """Each row's byte address, int64 of the pointers' shape less its last axis (programs or 1, then
-    the block's leading axes), where ``pointers + offsets`` is a pointer per row, splat along the
-    block's last axis, plus offsets that run up by one along it (``X_ptr + row * stride`` then
-    ``+ tl.arange(0, BLOCK)``; ``X_ptr + rows[:, None] * stride`` then ``+ cols[None, :]``;
-    ``RSTD_ptr + rows * stride`` where the stride is one); else None."""
+    """``(starts, pitch)``: each row's byte address, int64 of the pointers' shape less its last axis
+    (programs or 1, then the block's leading axes), and the bytes from one of its elements to the
+    next, where ``pointers + offsets`` is a pointer per row, splat along the block's last axis, plus
+    offsets that rise by one step along it (``X_ptr + row * stride`` then ``+ tl.arange(0, BLOCK)``;
+    ``X_ptr + rows[:, None] * stride`` then ``+ cols[None, :]``; ``RSTD_ptr + rows * stride``;
+    ``q_ptr + cols * 2``, complex numbers' real parts); else None."""
     if pointers.ndim < 2 or offsets.ndim != pointers.ndim or pointers.strides[-1] != 0 \
             or pointers.shape[1:] != offsets.shape[1:] or offsets.shape[-1] < 2 or offsets.dtype.kind not in "iu":
         return None
     shared_run = all(not stride or size == 1 for stride, size in zip(offsets.strides[1:-1], offsets.shape[1:-1]))
-    if offsets.shape[0] != 1 or not shared_run:
-        # offsets of their own in each program or row (``RSTD_ptr + rows * stride``): each must run up by one
-        if 1 not in (pointers.shape[0], offsets.shape[0]) and pointers.shape[0] != offsets.shape[0] \
-                or (np.diff(offsets, axis=-1) != 1).any():
+    if offsets.shape[0] != 1 or not shared_run:  # offsets of their own in each program or row
+        if 1 not in (pointers.shape[0], offsets.shape[0]) and pointers.shape[0] != offsets.shape[0]:
             return None
-        return pointers[..., 0].view(np.int64) + offsets[..., 0].astype(np.int64) * width
+        steps = np.diff(offsets, axis=-1)
+        step = int(steps.flat[0])
+        if step < 1 or (steps != step).any():
+            return None
+        return pointers[..., 0].view(np.int64) + offsets[..., 0].astype(np.int64) * width, step * width
     run = offsets[(0,) * (offsets.ndim - 1)]  # one run, broadcast over the leading axes
-    if int(run[-1]) - int(run[0]) != run.size - 1 or (run[1:] - run[:-1] != 1).any():
+    step = int(run[1]) - int(run[0])
+    if step < 1 or int(run[-1]) - int(run[0]) != (run.size - 1) * step or (run[1:] - run[:-1] != step).any():
         return None
-    return pointers[..., 0].view(np.int64) + int(run[0]) * width
+    return pointers[..., 0].view(np.int64) + int(run[0]) * width, step * width
+
+
+def shifted(ptrs, offsets):
+    """Row pointers ``ptrs`` plus ``offsets`` that are one value along each row (``x_ptr + cols * 2 + 1``:
+    the imaginary parts), as row pointers from the shifted starts; else None."""
+    if offsets.ndim != ptrs.starts.ndim + 1 or offsets.dtype.kind not in "iu" \
+            or offsets.shape[-1] != 1 and offsets.strides[-1] != 0:
+        return None
+    try:
+        starts = ptrs.starts + offsets[..., 0].astype(np.int64) * ptrs.width
+    except ValueError:  # shapes that do not broadcast
+        return None
+    if starts.shape[1:] != ptrs.starts.shape[1:]:
+        return None
+    return type(ptrs)(starts, ptrs.length, ptrs.width, ptrs.dtype, ptrs.pitch)
 
 
 @functools.lru_cache(maxsize=None)
 def pointers_class(TensorHandle):
     class RowPointers(TensorHandle):
-        """A block of pointers, each row's ``start + i * width`` for i below ``length``, kept as the
+        """A block of pointers, each row's ``start + i * pitch`` for i below ``length``, kept as the
         starts (programs or 1, then the block's leading axes); the block itself is made only where
         something reads ``data``."""
 
-        def __init__(self, starts, length, width, dtype):
-            self.starts, self.length, self.width = starts, length, width
+        def __init__(self, starts, length, width, dtype, pitch=None):
+            self.starts, self.length, self.width, self.pitch = starts, length, width, pitch or width
             self.dtype, self.attr, self._data = dtype, {}, None
 
         @property
         def data(self):
             if self._data is None:
-                self._data = addresses(self.starts.reshape(-1), self.length, self.width).reshape(
+                self._data = addresses(self.starts.reshape(-1), self.length, self.width, self.pitch).reshape(
                     self.starts.shape + (self.length,))
             return self._data
 
@@ -142,13 +163,14 @@ def load(log, ptrs, mask, other, fewest):
     flat, owners = _rows_of(starts, kept)
     if flat.size * length < fewest:
         return None
-    view = loaded = memory.read_rows(flat, length, numpy_type)
+    view = loaded = memory.read_rows(flat, length, numpy_type, ptrs.pitch)
     if loaded is None:
-        loaded = memory.gather(addresses(flat, length, ptrs.width), numpy_type)
+        loaded = memory.gather(addresses(flat, length, ptrs.width, ptrs.pitch), numpy_type)
         if loaded is None:  # the general path records it
             return None
         loaded = loaded.reshape(flat.size, length)
-    log.load_rows(flat, length, ptrs.width, view=view if length == ptrs.length else None, owners=owners)
+    log.load_rows(flat, length, ptrs.width, view=view if length == ptrs.length else None, owners=owners,
+                  pitch=ptrs.pitch)
     if length == ptrs.length and kept is None:
         return interpreter.TensorHandle(loaded.reshape(starts.shape + (length,)), element)
     programs = max(starts.shape[0], 1 if other is None else other.data.shape[0])

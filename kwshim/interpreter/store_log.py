@@ -54,28 +54,27 @@ class StoreLog:
     def store(self, addresses, values, mask):
         self.stores.append(_Record(addresses, self._own(values), mask, self._step(), self.programs))
 
-    def load_rows(self, starts, length, width, view=None, owners=None):
-        """A load of ``length`` elements of ``width`` bytes from each start (int64 byte addresses,
-        one per program, or one for all; or, with ``owners``, one per row, ``owners`` the program of
-        each); ``view``: the values, where they are a view of the memory."""
-        record = _Rows(starts, length, width, None, self._step(), self.programs, owners)
+    def load_rows(self, starts, length, width, view=None, owners=None, pitch=None):
+        """A load of ``length`` elements of ``width`` bytes, ``pitch`` bytes apart, from each start
+        (int64 byte addresses, one per program, or one for all; or, with ``owners``, one per row,
+        ``owners`` the program of each); ``view``: the values, where they are a view of the memory."""
+        record = _Rows(starts, length, width, None, self._step(), self.programs, owners, pitch)
         self.loads.append(record)
         if view is not None:
             self._views.append(view)
         return record
 
-    def store_rows(self, starts, rows, owners=None):
-        """A store of each row of ``rows`` (programs or 1, length; the values' bits) from its start
-        (with ``owners``, the program of each row: one start and one row of values each)."""
+    def store_rows(self, starts, rows, owners=None, pitch=None):
+        """A store of each row of ``rows`` (programs or 1, length; the values' bits) from its start, its
+        elements ``pitch`` bytes apart (with ``owners``, the program of each row: one start and one
+        row of values each)."""
         rows = self._own(rows)
-        if owners is not None:
-            self.stores.append(_Rows(starts, rows.shape[1], rows.dtype.itemsize, rows, self._step(), self.programs,
-                                     owners))
-            return
-        programs = max(starts.size, rows.shape[0])
-        starts = np.broadcast_to(starts, (programs,))
-        rows = np.broadcast_to(rows, (programs, rows.shape[1]))
-        self.stores.append(_Rows(starts, rows.shape[1], rows.dtype.itemsize, rows, self._step(), self.programs))
+        if owners is None:
+            programs = max(starts.size, rows.shape[0])
+            starts = np.broadcast_to(starts, (programs,))
+            rows = np.broadcast_to(rows, (programs, rows.shape[1]))
+        self.stores.append(_Rows(starts, rows.shape[1], rows.dtype.itemsize, rows, self._step(), self.programs,
+                                 owners, pitch))
 
     def atomic(self, addresses, values, mask, apply, kind):
         """An atomic read-modify-write whose returned value the kernel does not use: applied at
@@ -165,7 +164,7 @@ class StoreLog:
     def _commit_stores(self, native_store):
         if self._rows_apart:  # stores meet only within a program: each is one strided copy, in step order
             for record in self.stores:
-                if not isinstance(record, _Rows) or not memory.write_rows(record.starts, record.rows):
+                if not isinstance(record, _Rows) or not memory.write_rows(record.starts, record.rows, record.pitch):
                     _scatter(record.addresses, record.values, record.increasing(), native_store)
             return
         if not self._ordered:
