@@ -33,6 +33,15 @@ def strided_copies(monkeypatch):
     return counts
 
 
+def _batched_as_looped(kernel, grid, make, *extra, **constants):
+    """The tensors a batched launch of ``kernel`` left, checked bit for bit against the loop's (the
+    kernel's remembered fallback forgotten first)."""
+    grid_module._FALLBACKS.pop(kernel.fn, None)
+    looped, batched = _both(kernel, grid, make, *extra, **constants)
+    _same_bits(looped, batched)
+    return batched
+
+
 @triton.jit
 def scaled_rows(x_ptr, y_ptr, total_ptr, n_cols, stride, BLOCK: tl.constexpr):
     row = tl.program_id(0).to(tl.int64)
@@ -51,10 +60,8 @@ def test_masked_rows_load_and_store_as_strided_copies_with_the_loop_s_bits(strid
     """The masked tail is ``other``, and the sum adds in the loop's order (a block laid out in C order)."""
     torch.manual_seed(0)
     x = torch.randn(300, 1000)
-    grid_module._FALLBACKS.pop(scaled_rows.fn, None)
-    looped, batched = _both(scaled_rows, (300,), lambda: (x, torch.zeros(300, 1000), torch.zeros(300)), 1000, 1000,
-                            BLOCK=1024)
-    _same_bits(looped, batched)
+    batched = _batched_as_looped(scaled_rows, (300,), lambda: (x, torch.zeros(300, 1000), torch.zeros(300)), 1000, 1000,
+                                 BLOCK=1024)
     assert _reason(scaled_rows) is None
     assert strided_copies["read"] >= 2 and strided_copies["write"] >= 2  # the first chunk and the rest
     expected = torch.cat([x, torch.full((300, 24), 0.5)], dim=1).pow(2).sum(dim=1)
@@ -78,14 +85,10 @@ def previous_row(x_ptr, BLOCK: tl.constexpr):
 @batching
 @needs_block_loads
 def test_a_row_read_after_an_earlier_program_stored_it_falls_back_and_in_place_rows_do_not(strided_copies):
-    grid_module._FALLBACKS.pop(in_place_rows.fn, None)
-    looped, batched = _both(in_place_rows, (64,), lambda: (torch.arange(64 * 256.0).reshape(64, 256),), BLOCK=256)
-    _same_bits(looped, batched)
+    batched = _batched_as_looped(in_place_rows, (64,), lambda: (torch.arange(64 * 256.0).reshape(64, 256),), BLOCK=256)
     assert _reason(in_place_rows) is None and strided_copies["write"] == 1
 
-    grid_module._FALLBACKS.pop(previous_row.fn, None)
-    looped, batched = _both(previous_row, (64,), lambda: (torch.zeros(65 * 256),), BLOCK=256)
-    _same_bits(looped, batched)
+    batched = _batched_as_looped(previous_row, (64,), lambda: (torch.zeros(65 * 256),), BLOCK=256)
     assert batched[0][-256:].eq(64).all()  # each program added one to the row the one before it stored
     assert _reason(previous_row) == "a program reads what another program (or itself, earlier) wrote in the launch"
 
@@ -108,9 +111,7 @@ def test_a_narrower_load_of_another_program_s_wider_store_falls_back():
         words = torch.zeros(65 * 256, dtype=torch.int32)
         return words, words.view(torch.int16), torch.zeros(64 * 256, dtype=torch.int16)
 
-    grid_module._FALLBACKS.pop(wide_then_narrow.fn, None)
-    looped, batched = _both(wide_then_narrow, (64,), made, BLOCK=256)
-    _same_bits(looped, batched)
+    batched = _batched_as_looped(wide_then_narrow, (64,), made, BLOCK=256)
     assert batched[2][256:].ne(0).any()  # the later programs read what the earlier ones stored
     assert _reason(wide_then_narrow) == "a program reads what another program (or itself, earlier) wrote in the launch"
 
@@ -132,9 +133,7 @@ def test_stores_of_two_widths_over_one_byte_fall_back():
         words = torch.zeros(66 * 256, dtype=torch.int32)
         return words, words.view(torch.int16)
 
-    grid_module._FALLBACKS.pop(two_widths.fn, None)
-    looped, batched = _both(two_widths, (64,), made, BLOCK=256)
-    _same_bits(looped, batched)
+    batched = _batched_as_looped(two_widths, (64,), made, BLOCK=256)
     assert batched[0][256:257].item() == 2  # program 1's int32 row won over program 0's halves
     assert _reason(two_widths) == "stores of two element sizes reach one address"
 
@@ -175,9 +174,7 @@ def row_then_element(x_ptr, target_ptr, BLOCK: tl.constexpr):
 def test_one_program_s_stores_over_its_own_row_commit_in_its_order(strided_copies):
     torch.manual_seed(0)
     x, target = torch.randn(96, 512), torch.randint(0, 512, (96,))
-    grid_module._FALLBACKS.pop(row_then_element.fn, None)
-    looped, batched = _both(row_then_element, (96,), lambda: (x.clone(), target), BLOCK=512)
-    _same_bits(looped, batched)
+    batched = _batched_as_looped(row_then_element, (96,), lambda: (x.clone(), target), BLOCK=512)
     assert _reason(row_then_element) is None and strided_copies["write"] == 2  # the first chunk and the rest
     expected = x * 2
     expected[torch.arange(96), target] = -1.0
@@ -257,10 +254,8 @@ def test_a_block_of_rows_per_program_loads_and_stores_as_strided_copies_with_the
     """The last program's block runs past the last row; every row's tail is masked."""
     torch.manual_seed(0)
     x = torch.randn(2000, 300)
-    grid_module._FALLBACKS.pop(block_rows.fn, None)
-    looped, batched = _both(block_rows, (125,), lambda: (x, torch.zeros(2000, 300), torch.zeros(2000)), 1999, 300,
-                            300, BLOCK_ROW=16, BLOCK=512)
-    _same_bits(looped, batched)
+    batched = _batched_as_looped(block_rows, (125,), lambda: (x, torch.zeros(2000, 300), torch.zeros(2000)), 1999, 300,
+                                 300, BLOCK_ROW=16, BLOCK=512)
     assert _reason(block_rows) is None
     # each chunk's block, and the totals but in the chunk whose last row is masked (a row of 15 of 16: elements)
     assert strided_copies["read"] == 2 and strided_copies["write"] == 3
@@ -289,16 +284,13 @@ def blocks_written_twice(x_ptr, BLOCK_ROW: tl.constexpr, BLOCK: tl.constexpr):
 @batching
 @needs_block_loads
 def test_blocks_of_rows_that_meet_another_program_s_keep_the_loop_s_bits():
-    grid_module._FALLBACKS.pop(overlapping_blocks.fn, None)
-    looped, batched = _both(overlapping_blocks, (64,), lambda: (torch.zeros(65 * 8, 128),), BLOCK_ROW=16, BLOCK=128)
-    _same_bits(looped, batched)
+    batched = _batched_as_looped(overlapping_blocks, (64,), lambda: (torch.zeros(65 * 8, 128),), BLOCK_ROW=16,
+                                 BLOCK=128)
     assert batched[0][8:-8].eq(2).all()  # each row in the middle: added to twice, the second time after the first
     assert _reason(overlapping_blocks) == records.READ_AFTER_WRITE
 
-    grid_module._FALLBACKS.pop(blocks_written_twice.fn, None)
-    looped, batched = _both(blocks_written_twice, (64,), lambda: (torch.full((65 * 8, 128), -1, dtype=torch.int32),),
-                            BLOCK_ROW=16, BLOCK=128)
-    _same_bits(looped, batched)
+    batched = _batched_as_looped(blocks_written_twice, (64,),
+                                 lambda: (torch.full((65 * 8, 128), -1, dtype=torch.int32),), BLOCK_ROW=16, BLOCK=128)
     assert batched[0][8:16].eq(1).all() and batched[0][-8:].eq(63).all()
     assert _reason(blocks_written_twice) is None
 
@@ -318,9 +310,7 @@ def diagonal_mask(x_ptr, y_ptr, BLOCK: tl.constexpr):
 def test_a_block_mask_that_keeps_no_row_s_prefix_takes_the_general_path_with_the_loop_s_bits(strided_copies):
     torch.manual_seed(0)
     x = torch.randn(40 * 32, 32)
-    grid_module._FALLBACKS.pop(diagonal_mask.fn, None)
-    looped, batched = _both(diagonal_mask, (40,), lambda: (x, torch.zeros(40 * 32, 32)), BLOCK=32)
-    _same_bits(looped, batched)
+    batched = _batched_as_looped(diagonal_mask, (40,), lambda: (x, torch.zeros(40 * 32, 32)), BLOCK=32)
     assert _reason(diagonal_mask) is None and strided_copies["read"] == strided_copies["write"] == 0
     assert torch.equal(batched[1], torch.tril(x.view(40, 32, 32) * 2).view(40 * 32, 32))
 
@@ -367,16 +357,12 @@ def rotate_the_next(x_ptr, BLOCK: tl.constexpr):
 def test_rows_of_every_other_element_load_and_store_as_strided_copies_with_the_loop_s_bits(strided_copies):
     torch.manual_seed(0)
     x = torch.randn(300, 512)
-    grid_module._FALLBACKS.pop(complex_rotate.fn, None)
-    looped, batched = _both(complex_rotate, (300,), lambda: (x.clone(),), BLOCK=256)
-    _same_bits(looped, batched)
+    batched = _batched_as_looped(complex_rotate, (300,), lambda: (x.clone(),), BLOCK=256)
     assert _reason(complex_rotate) is None
     assert strided_copies["read"] == 4 and strided_copies["write"] == 4  # two chunks, two of each
     real, imag = x[:, 0::2], x[:, 1::2]
     assert torch.equal(batched[0][:, 0::2], real * 0.5 - imag * 0.25)
 
-    grid_module._FALLBACKS.pop(rotate_the_next.fn, None)
-    looped, batched = _both(rotate_the_next, (64,), lambda: (torch.zeros(65, 512),), BLOCK=256)
-    _same_bits(looped, batched)
+    batched = _batched_as_looped(rotate_the_next, (64,), lambda: (torch.zeros(65, 512),), BLOCK=256)
     assert batched[0][-1, 0::2].eq(64).all() and batched[0][-1, 1::2].eq(0).all()
     assert _reason(rotate_the_next) == records.READ_AFTER_WRITE
