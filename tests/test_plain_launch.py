@@ -178,3 +178,17 @@ def test_a_changed_default_is_read_again():
     assert plain_launch.bound(executor, (x,), {})["n"].handle.data.tolist() == [1]
     defaults.__defaults__ = (5,)
     assert plain_launch.bound(executor, (x,), {})["n"].handle.data.tolist() == [5]
+
+
+@batching
+def test_an_argument_the_interpreter_cannot_convert_raises_as_on_its_own_path_and_leaves_nothing_pending():
+    from kwshim.interpreter import language_patch
+
+    raised = []
+    for mode in ("sequential", "batched"):
+        with kwshim.activate(grid=mode):
+            with pytest.raises(Exception) as caught:
+                scaled_copy[(2,)](torch.zeros(8), torch.zeros(8), 2 ** 64)
+        raised.append((type(caught.value), str(caught.value)))
+        assert getattr(language_patch._PENDING, "fn", None) is None  # the launch's deferred patch undone
+    assert raised[0] == raised[1]

@@ -89,8 +89,8 @@ def bound(executor, args_dev, kwargs) -> Optional[dict]:
             for name, value in args.items()}
 
 
-#: (torch dtype) or (int or bool, value) -> (NumPy type, handle type, Triton type) of what
-#: ``_implicit_cvt`` made of it: a one-element handle in a ``tl.tensor``. Bounded (``_MOST_MADE``).
+#: (torch dtype) or (int or bool, value) -> (NumPy type, handle type, Triton type, tensor class) of
+#: what ``_implicit_cvt`` made of it: a one-element handle in a ``tl.tensor``. Bounded (``_MOST_MADE``).
 _MADE: Dict[object, tuple] = {}
 _MOST_MADE = 4096
 

@@ -137,8 +137,8 @@ def _grid_call(original):
         grid = self.grid
         self.grid = _Programs(self, grid, mode, args_dev, kwargs)
         language_patch.defer_language(self.fn)
-        args = plain_launch.bound(self, args_dev, kwargs) if mode == "batched" else None
-        try:
+        try:  # binding converts the arguments, which may raise: undone below, as on Triton's own path
+            args = plain_launch.bound(self, args_dev, kwargs) if mode == "batched" else None
             if args is not None:
                 return _refused_as_compiled(_plain_call, self, args)
             return _refused_as_compiled(original, self, *args_dev, **kwargs)
