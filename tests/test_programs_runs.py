@@ -20,8 +20,8 @@ def batches(monkeypatch):
     counts = []
     batch = grid_module._batch
 
-    def counted(fn, args, grid, first, count, *rest):
-        log, replayed = batch(fn, args, grid, first, count, *rest)
+    def counted(fn, args, grid, first, count, *rest, **keywords):
+        log, replayed = batch(fn, args, grid, first, count, *rest, **keywords)
         if log.conflict() is None:
             counts.append(count)
         return log, replayed

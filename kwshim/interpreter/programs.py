@@ -19,6 +19,7 @@ that runs the programs itself and returns an empty grid. That is the same on 2.2
 (at most 4096).
 """
 
+import functools
 import inspect
 import sys
 import threading
@@ -27,7 +28,7 @@ from typing import Dict
 import numpy as np
 
 from ..settings import in_force
-from . import dot_chains, language_patch, plain_launch, refusals, replay
+from . import dot_chains, language_patch, plain_launch, program_groups, refusals, replay
 
 __all__ = ["install", "fallback_reasons", "launch_record", "merge_records", "summary_lines", "batching_works"]
 
@@ -254,6 +255,14 @@ def _run(fn, args, grid, make_language=_nothing):
             reason = log.conflict()
         except Exception as exc:  # anything a batch cannot do, the loop does (or raises as Triton raises)
             cause = _fallback_in(exc, Fallback)
+            if isinstance(cause, Diverged) and count > 1:
+                grouped = program_groups.run(fn, cause.values, first, count, functools.partial(
+                    _batch, fn, args, grid, launch_key=launch_key, make_language=make_language), _native_store)
+                if grouped is not None:
+                    replays += grouped[0]
+                    first += count
+                    chunk = _chunk_for(max(1, grouped[1] // count))
+                    continue
             if isinstance(cause, Diverged) and count > 1 and not _too_split(splits + 1, first):
                 splits += 1
                 chunk = cause.leading_run()
@@ -295,18 +304,19 @@ def _fallback_in(exc, kind):
     return None
 
 
-def _batch(fn, args, grid, first, count, launch_key=None, make_language=_nothing):
-    """Run the programs ``first .. first + count - 1`` together: a trace of the launch's
-    specialization replayed where one is kept and its guards hold, else the kernel's body (recorded
-    where the launch has a ``launch_key``; ``make_language`` first). Returns their deferred stores (a
-    ``StoreLog``) and whether a trace was replayed."""
+def _batch(fn, args, grid, first, count, launch_key=None, make_language=_nothing, numbers=None):
+    """Run the programs ``first .. first + count - 1`` (or those ``numbers`` names, rising) together:
+    a trace of the launch's specialization replayed where one is kept and its guards hold, else the
+    kernel's body (recorded where the launch has a ``launch_key``; ``make_language`` first). Returns
+    their deferred stores (a ``StoreLog``) and whether a trace was replayed."""
     from ..patching import Patch
     from . import program_axis
     from . import program_range, reductions
     from .store_log import StoreLog
 
     builder = _builder()
-    numbers = np.arange(first, first + count)
+    numbers = np.arange(first, first + count) if numbers is None else numbers
+    count = numbers.size
     x, rest = np.divmod(numbers, grid[1] * grid[2])
     y, z = np.divmod(rest, grid[2])
     program_ids = tuple(axis.astype(np.int32) for axis in (x, y, z))

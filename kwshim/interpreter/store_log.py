@@ -19,7 +19,7 @@ from . import memory
 from .records import READ_AFTER_WRITE as _READ_AFTER_WRITE, TWO_SIZES, Record as _Record, Rows as _Rows, \
     bytes_meet_across_widths, rows_apply, rows_conflict
 
-__all__ = ["StoreLog"]
+__all__ = ["StoreLog", "groups_conflict", "commit_groups"]
 
 #: A cluster of writes is marked where its span is at most this many times its elements.
 _COMPACT = 4
@@ -179,6 +179,53 @@ class StoreLog:
             sizes.setdefault(record.values.dtype.itemsize, []).append(record)
         for records in sizes.values():
             native_store(*_in_loop_order(records))
+
+
+def groups_conflict(logs, groups):
+    """Why committing the logs of a chunk's groups of programs (``groups[i]``: the chunk's places of
+    ``logs[i]``'s programs, each group run against the memory before the chunk: ``program_groups``)
+    would not leave the loop's bits, or None. Decided as for one batch of the chunk, on rows alone
+    (``records.rows_conflict``, every program numbered by its place); where rows cannot decide, or a
+    group made atomics or a store of every program, a reason too."""
+    records = [record for log in logs for record in log.loads + log.stores]
+    if any(log.atomics for log in logs) or not rows_apply(records):
+        return "not decided on rows"
+    loads, stores = [], []
+    for log, places in zip(logs, groups):
+        loads += [_Renumbered(record, places) for record in log.loads]
+        stores += [_Renumbered(record, places) for record in log.stores]
+    if any(store.record.every for store in stores):
+        return "not decided on rows"
+    decided, reason = rows_conflict(loads, stores)
+    return reason if decided else "not decided on rows"
+
+
+def commit_groups(logs, native_store):
+    """Write the stores of a chunk's groups, where ``groups_conflict`` found that no two programs'
+    stores meet: each one strided copy (or scatter), log by log. A store's values that are memory a
+    load viewed are the storing program's own load, so its own log copied them (``StoreLog._own``)."""
+    for log in logs:
+        log._rows_apart = True
+        log._commit_stores(native_store)
+
+
+class _Renumbered:
+    """A record whose programs are numbered by their places in a chunk (``places``), for
+    ``records.rows_conflict``: a load of every program of its group is its group's last program's (the
+    programs before it read it earlier: a write it meets conflicts where ``rows_conflict`` says so for
+    that program)."""
+
+    __slots__ = ("record", "places", "every", "step", "width")
+
+    def __init__(self, record, places):
+        self.record, self.places, self.every = record, places, 0
+        self.step, self.width = record.step, record.width
+
+    def bounds(self):
+        low, high, programs = self.record.bounds()
+        if self.record.every:
+            return low, high, np.full(low.size, self.places[-1])
+        return low, high, self.places[programs]
 
 
 class _Marks:
