@@ -2,6 +2,8 @@
 start, loaded and stored as one strided copy, and decided by the bytes each row spans; the batch
 keeps the loop's bits, and what the loop would order differently falls back."""
 
+import sys
+
 import pytest
 import torch
 import triton
@@ -257,11 +259,61 @@ def test_a_block_of_rows_per_program_loads_and_stores_as_strided_copies_with_the
     batched = _batched_as_looped(block_rows, (125,), lambda: (x, torch.zeros(2000, 300), torch.zeros(2000)), 1999, 300,
                                  300, BLOCK_ROW=16, BLOCK=512)
     assert _reason(block_rows) is None
-    # each chunk's block, and the totals but in the chunk whose last row is masked (a row of 15 of 16: elements)
-    assert strided_copies["read"] == 2 and strided_copies["write"] == 3
+    # each chunk's block, and its totals: in the chunk whose last row is masked, rows of 16 and of 15
+    assert strided_copies["read"] == 2 and strided_copies["write"] == 5
     expected = torch.cat([x, torch.full((2000, 212), 0.25)], dim=1).pow(2).sum(dim=1)
     torch.testing.assert_close(batched[2][:1999], expected[:1999])
     assert batched[2][1999] == 0 and batched[1][1999].eq(0).all()  # the masked row: not stored
+
+
+@triton.jit
+def column_blocks(x_ptr, y_ptr, n_rows, n_cols, BLOCK_ROW: tl.constexpr, BLOCK: tl.constexpr):
+    """A block of rows and of columns per program (flash-linear-attention's ``o_s < S``): the last
+    block of columns keeps a shorter prefix of each row, and rows past the last keep none."""
+    rows = tl.program_id(1) * BLOCK_ROW + tl.arange(0, BLOCK_ROW)
+    cols = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = (rows < n_rows)[:, None] & (cols < n_cols)[None, :]
+    x = tl.load(x_ptr + rows[:, None] * n_cols + cols[None, :], mask=mask, other=0.5)
+    tl.store(y_ptr + rows[:, None] * n_cols + cols[None, :], x * 2 + tl.sum(x, axis=1)[:, None], mask=mask)
+
+
+@batching
+@needs_block_loads
+def test_rows_kept_to_prefixes_of_several_lengths_load_and_store_as_one_strided_copy_per_length(strided_copies):
+    """Rows of 16 and of 8 (the last block of 40 columns), and rows past the last: ``other`` fills each
+    row's masked tail, and the rows kept not at all, as the loop's load does."""
+    torch.manual_seed(0)
+    x = torch.randn(45, 40)
+    batched = _batched_as_looped(column_blocks, (3, 6), lambda: (x, torch.zeros(45, 40)), 45, 40, BLOCK_ROW=8,
+                                 BLOCK=16)
+    assert _reason(column_blocks) is None and strided_copies["read"] == 2 and strided_copies["write"] == 2
+    padded = torch.cat([x, torch.full((45, 8), 0.5)], dim=1)[:, 32:]
+    torch.testing.assert_close(batched[1][:, 32:], x[:, 32:] * 2 + padded.sum(dim=1, keepdim=True))
+
+
+def test_prefix_pieces_are_one_per_length_and_few():
+    import numpy as np
+
+    interpreter = sys.modules["triton.runtime.interpreter"]
+    ptrs = rows.pointers_class(interpreter.TensorHandle)(np.arange(6, dtype=np.int64).reshape(1, 6) * 64, 8, 4, None)
+
+    def handle(mask):
+        return interpreter.TensorHandle(mask, tl.int1)
+
+    def found(counts):
+        mask = np.arange(8) < np.array(counts)[:, None]
+        pieces = rows.pieces(ptrs, handle(mask[None]))
+        if pieces is None:
+            return None
+        return [(length, kept if kept is None else kept.tolist()) for length, kept in pieces]
+
+    assert found([8, 8, 8, 8, 8, 8]) == [(8, None)]  # ``prefix``'s: every row whole
+    assert found([8, 3, 0, 8, 3, 3]) == [(3, [[False, True, False, False, True, True]]),
+                                         (8, [[True, False, False, True, False, False]])]
+    assert found([1, 2, 3, 4, 5, 6]) is None  # more lengths than pieces
+    ragged = np.arange(8) < np.array([8, 3, 0, 8, 3, 3])[:, None]
+    ragged[1, 0] = False  # not a prefix
+    assert rows.pieces(ptrs, handle(ragged[None])) is None
 
 
 @triton.jit

@@ -215,11 +215,12 @@ class ProgramAxisOperations:
         return TensorHandle(data, element)
 
     def create_masked_store(self, ptrs, value, mask, *args, **kwargs):
-        found = rows.prefix(ptrs, mask)
-        stored = None if found is None else rows.store_rows(ptrs, value, found)
-        if stored is not None:
-            starts, kept, owners = stored  # the values' bits, as the native store takes them
-            self.kwshim_batch.log.store_rows(starts, kept.view(f"uint{kept.dtype.itemsize * 8}"), owners, ptrs.pitch)
+        found = rows.pieces(ptrs, mask)
+        stored = None if found is None else [rows.store_rows(ptrs, value, piece) for piece in found]
+        if stored is not None and None not in stored:
+            for starts, kept, owners in stored:  # the values' bits, as the native store takes them
+                self.kwshim_batch.log.store_rows(starts, kept.view(f"uint{kept.dtype.itemsize * 8}"), owners,
+                                                 ptrs.pitch)
             return
         ptr_data, value_data, mask_data = _common(ptrs.data, value.data, mask.data)
         if mask_data.all():

@@ -20,8 +20,8 @@ import numpy as np
 
 from . import memory
 
-__all__ = ["addresses", "row_starts", "shifted", "pointers_class", "block_ndim", "prefix", "load", "shared",
-           "store_rows"]
+__all__ = ["addresses", "row_starts", "shifted", "pointers_class", "block_ndim", "prefix", "pieces", "load",
+           "shared", "store_rows"]
 
 _INTERPRETER = "triton.runtime.interpreter"
 
@@ -147,43 +147,79 @@ def _rows_of(starts, kept):
     return starts[kept], np.nonzero(kept)[0]
 
 
-def load(log, ptrs, mask, other, fewest):
-    """A load of row pointers under a prefix mask: a view of each kept row (``memory.read_rows``; a
-    masked tail or row, ``other``, makes a copy), recorded as rows; None where the load is not that."""
+def pieces(ptrs, mask):
+    """``[(length, kept)]``: ``prefix``'s answer as one piece; or, where ``mask`` keeps a prefix of each
+    row of a few lengths (``cols < n`` cutting the last block of columns, beside ``rows < n``), one
+    piece per length, at most ``_MOST_PIECES``, ``kept`` booleans of the starts' shape; else None."""
     found = prefix(ptrs, mask)
+    if found is not None or not isinstance(ptrs, pointers_class(_interpreter().TensorHandle)):
+        return None if found is None else [found]
+    starts, kept = ptrs.starts, mask.data
+    if kept.ndim > starts.ndim + 1 or kept.shape[-1] != ptrs.length:
+        return None
+    counts = np.count_nonzero(kept, axis=-1)
+    if not (kept == (np.arange(ptrs.length) < counts[..., None])).all():
+        return None
+    try:
+        counts = np.broadcast_to(counts.reshape((1,) * (starts.ndim - counts.ndim) + counts.shape), starts.shape)
+    except ValueError:  # one start for every program, a mask per program
+        return None
+    lengths = np.unique(counts)
+    lengths = lengths[lengths > 0]
+    if not 0 < lengths.size <= _MOST_PIECES:
+        return None
+    return [(int(length), counts == length) for length in lengths]
+
+
+#: The most prefix lengths one load or store of rows is split into (``pieces``).
+_MOST_PIECES = 4
+
+
+def load(log, ptrs, mask, other, fewest):
+    """A load of row pointers under a prefix mask (``pieces``): a view of each kept row
+    (``memory.read_rows``; a masked tail or row, ``other``, makes a copy), recorded as rows, one record
+    per piece; None where the load is not that."""
+    found = pieces(ptrs, mask)
     if found is None:
         return None
-    length, kept = found
     interpreter = _interpreter()
     element = ptrs.get_element_ty()
     numpy_type = np.dtype(interpreter._get_np_dtype(element))
     starts = ptrs.starts
     if numpy_type.kind == "b" or numpy_type.itemsize != ptrs.width or shared(starts):
         return None
-    flat, owners = _rows_of(starts, kept)
-    if flat.size * length < fewest:
+    reads = []
+    for length, kept in found:
+        flat, owners = _rows_of(starts, kept)
+        view = loaded = memory.read_rows(flat, length, numpy_type, ptrs.pitch)
+        if loaded is None:
+            loaded = memory.gather(addresses(flat, length, ptrs.width, ptrs.pitch), numpy_type)
+            if loaded is None:  # the general path records it
+                return None
+            loaded = loaded.reshape(flat.size, length)
+        reads.append((length, kept, flat, owners, view, loaded))
+    if sum(flat.size * length for length, _, flat, _, _, _ in reads) < fewest:
         return None
-    view = loaded = memory.read_rows(flat, length, numpy_type, ptrs.pitch)
-    if loaded is None:
-        loaded = memory.gather(addresses(flat, length, ptrs.width, ptrs.pitch), numpy_type)
-        if loaded is None:  # the general path records it
-            return None
-        loaded = loaded.reshape(flat.size, length)
-    log.load_rows(flat, length, ptrs.width, view=view if length == ptrs.length else None, owners=owners,
-                  pitch=ptrs.pitch)
-    if length == ptrs.length and kept is None:
-        return interpreter.TensorHandle(loaded.reshape(starts.shape + (length,)), element)
+    for length, kept, flat, owners, view, _ in reads:
+        log.load_rows(flat, length, ptrs.width, view=view if length == ptrs.length else None, owners=owners,
+                      pitch=ptrs.pitch)
+    if len(reads) == 1 and reads[0][0] == ptrs.length and reads[0][1] is None:
+        return interpreter.TensorHandle(reads[0][5].reshape(starts.shape + (ptrs.length,)), element)
     programs = max(starts.shape[0], 1 if other is None else other.data.shape[0])
     shape = (programs,) + starts.shape[1:] + (ptrs.length,)
     data = np.zeros(shape, numpy_type)  # C order: a reduction adds as the loop's does
-    if kept is None:
-        if other is not None:
-            data[..., length:] = np.broadcast_to(other.data, shape)[..., length:]
-        data[..., :length] = loaded.reshape(starts.shape + (length,))
-    else:
-        if other is not None:
-            data[...] = np.broadcast_to(other.data, shape)
-        data[kept, :length] = loaded
+    for length, kept, _, _, _, loaded in reads:
+        if kept is None:
+            if other is not None:
+                data[..., length:] = np.broadcast_to(other.data, shape)[..., length:]
+            data[..., :length] = loaded.reshape(starts.shape + (length,))
+        else:
+            if other is not None and len(reads) == 1:
+                data[...] = np.broadcast_to(other.data, shape)
+            data[kept, :length] = loaded
+    if other is not None and len(reads) > 1:  # each row's masked tail, and the rows kept not at all
+        tail = np.arange(ptrs.length) >= sum(np.where(kept, length, 0) for length, kept, *_ in reads)[..., None]
+        np.copyto(data, np.broadcast_to(other.data, shape), where=tail)
     return interpreter.TensorHandle(data, element)
 
 
