@@ -3,9 +3,11 @@ lengths (``rows.pieces``) on, and with each off, side by side in one process: fl
 ``chunk_global_cumsum_vector_kernel`` (each program a block of columns of one head of one sequence,
 looping over the sequence's chunks of rows; the sequence is the grid's second axis, so along
 Triton's order the trip count changes every ``H`` programs), and the loop. Medians of ``--samples``
-launches, alternating; every output is checked bit for bit against the loop's.
+launches, alternating; every output is checked bit for bit against the loop's. ``--block-pointers``:
+the same kernel through ``tl.make_block_ptr`` (Triton 3.0-3.7), which fell back to the loop before.
 
     TRITON_INTERPRET=1 PYTHONPATH=.triton/3.9.0 .venv/bin/python benchmarks/program_groups.py
+    TRITON_INTERPRET=1 PYTHONPATH=.triton/3.6.0 .venv/bin/python benchmarks/program_groups.py --block-pointers
 """
 
 import argparse
@@ -42,6 +44,22 @@ def varlen_cumsum(s_ptr, o_ptr, cu_ptr, H: tl.constexpr, S: tl.constexpr, BT: tl
         b_z += tl.sum(b, 0)
 
 
+@triton.jit
+def varlen_tiles(s_ptr, o_ptr, cu_ptr, H: tl.constexpr, S: tl.constexpr, BT: tl.constexpr, BS: tl.constexpr):
+    """The same through block pointers (flash-linear-attention's older form; Triton 3.0-3.7)."""
+    i_s, i_nh = tl.program_id(0), tl.program_id(1)
+    i_n, i_h = i_nh // H, i_nh % H
+    bos, eos = tl.load(cu_ptr + i_n).to(tl.int64), tl.load(cu_ptr + i_n + 1).to(tl.int64)
+    T = eos - bos
+    b_z = tl.zeros([BS], dtype=tl.float32)
+    for i_t in range(tl.cdiv(T, BT)):
+        p_s = tl.make_block_ptr(s_ptr + (bos * H + i_h) * S, (T, S), (H * S, 1), (i_t * BT, i_s * BS), (BT, BS), (1, 0))
+        p_o = tl.make_block_ptr(o_ptr + (bos * H + i_h) * S, (T, S), (H * S, 1), (i_t * BT, i_s * BS), (BT, BS), (1, 0))
+        b = tl.load(p_s, boundary_check=(0, 1)).to(tl.float32)
+        tl.store(p_o, (b_z[None, :] + tl.cumsum(b, axis=0)).to(p_o.dtype.element_ty), boundary_check=(0, 1))
+        b_z += tl.sum(b, 0)
+
+
 def _without(groups, pieces):
     """A patch turning program groups and prefixes of several lengths off (those not asked for)."""
     patch = Patch()
@@ -63,20 +81,22 @@ def main():
     parser.add_argument("--heads", type=int, default=4)
     parser.add_argument("--columns", type=int, default=100)
     parser.add_argument("--samples", type=int, default=3)
+    parser.add_argument("--block-pointers", action="store_true", help="the kernel through block pointers")
     arguments = parser.parse_args()
     cu = torch.tensor(arguments.cu_seqlens, dtype=torch.int32)
     H, S, BT, BS = arguments.heads, arguments.columns, 16, 32
     s = torch.randn(1, int(cu[-1]), H, S, generator=torch.Generator().manual_seed(0)).half()
     grid = (triton.cdiv(S, BS), (cu.numel() - 1) * H)
+    kernel = varlen_tiles if arguments.block_pointers else varlen_cumsum
 
     def launch(mode, groups=True, pieces=True):
         out = torch.zeros(s.shape, dtype=torch.float32)
-        for fn in [fn for fn in programs._FALLBACKS if fn.__qualname__ == "varlen_cumsum"]:  # the last launch's
+        for fn in [fn for fn in programs._FALLBACKS if fn.__qualname__ == kernel.fn.__qualname__]:  # the last
             del programs._FALLBACKS[fn]
         program_groups._NOT_GROUPED.clear()
         with kwshim.activate(grid=mode), _without(groups, pieces):
             start = time.perf_counter()
-            varlen_cumsum[grid](s, out, cu, H=H, S=S, BT=BT, BS=BS)
+            kernel[grid](s, out, cu, H=H, S=S, BT=BT, BS=BS)
             return time.perf_counter() - start, out
 
     cases = {"loop (sequential)": ("sequential",), "batched, before (leading runs)": ("batched", False, False),
@@ -89,7 +109,8 @@ def main():
         for name, case in cases.items():
             seconds, outs[name] = launch(*case)
             times[name].append(seconds)
-    print(f"varlen cumsum: cu_seqlens {arguments.cu_seqlens}, {H} heads of {S} fp16 columns, grid {grid}, "
+    through = " through block pointers" if arguments.block_pointers else ""
+    print(f"varlen cumsum{through}: cu_seqlens {arguments.cu_seqlens}, {H} heads of {S} fp16 columns, grid {grid}, "
           f"Triton {triton.__version__}; medians of {arguments.samples}")
     loop = statistics.median(times["loop (sequential)"])
     reference = outs["loop (sequential)"].view(torch.int32)

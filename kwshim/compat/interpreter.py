@@ -9,7 +9,8 @@ from .classes import import_triton, kernel_classes
 
 __all__ = ["compiler_accepts", "pristine_interpreter_methods", "interpreter_shares_launch_state",
            "interpreter_restores_patches", "run_requires_warmup", "injected_keywords", "binary_ufunc",
-           "native_masked_load", "native_masked_store", "dot_scaled_reads_constexpr_formats"]
+           "native_masked_load", "native_masked_store", "dot_scaled_reads_constexpr_formats",
+           "block_pointer_masks_below_zero"]
 
 
 @functools.lru_cache(maxsize=None)
@@ -232,3 +233,24 @@ def dot_scaled_reads_constexpr_formats() -> bool:
     read = [(i.opname, i.argval) for i in dis.get_instructions(code) if i.opname != "CACHE"]
     return any(first == ("LOAD_FAST", "lhs_format") and second[0].startswith("LOAD_ATTR") and second[1] == "value"
                for first, second in zip(read, read[1:]))
+
+
+@functools.lru_cache(maxsize=None)
+def block_pointer_masks_below_zero() -> bool:
+    """Whether the installed interpreter's block pointer masks an element before the start of a
+    checked axis (``0 <= offset``) as well as one past its end. Probed by materializing a block of
+    two from offset -1 (the first is before the start; 3.3 added the check)."""
+    import numpy as np
+
+    interpreter = importlib.import_module("triton.runtime.interpreter")
+    handle_class = getattr(interpreter, "BlockPointerHandle", None)
+    if handle_class is None:
+        return True
+    tl, TensorHandle = interpreter.tl, interpreter.TensorHandle
+
+    def scalar(value):
+        return TensorHandle(np.array([value], dtype=np.int64), tl.int64)
+
+    base = TensorHandle(np.array([4096], dtype=np.uint64), tl.pointer_type(tl.float32))
+    _, mask = handle_class(base, [scalar(4)], [scalar(1)], [scalar(-1)], [2], [0]).materialize_pointers((0,))
+    return not bool(np.asarray(mask.data if isinstance(mask, TensorHandle) else mask).reshape(-1)[0])

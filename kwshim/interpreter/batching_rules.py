@@ -15,7 +15,7 @@ The rules:
 - ``TRAILING_AXES``: it reads only a block's last axes (``tl.dot``'s matmul, ``tl.split``'s last
   axis), which the program axis never is;
 - ``HELD``: it keeps its operands' handles, program axis and all, for operations with a rule of their
-  own (a tensor descriptor, which the descriptor's loads and stores read);
+  own (a tensor descriptor or a block pointer, which their loads and stores read);
 - ``UNIFORM``: a type, a constant or a count the programs share, or nothing at all (a barrier);
 - ``FALLS_BACK``: only the loop gives its bits (``FALLBACKS`` says why).
 """
@@ -41,10 +41,6 @@ FALLBACKS = {
     "create_histogram": "tl.histogram",
     "create_gather": "tl.gather",
     "create_dot_scaled": "tl.dot_scaled",
-    "create_make_block_ptr": "a block pointer",
-    "create_advance": "a block pointer",
-    "create_tensor_pointer_load": "a block pointer",
-    "create_tensor_pointer_store": "a block pointer",
     "create_descriptor_gather": "a tensor descriptor's gather",
     "create_descriptor_scatter": "a tensor descriptor's scatter",
 }
@@ -53,7 +49,8 @@ _PROGRAM_AXIS = (
     "create_get_program_id", "create_make_range", "create_splat", "create_unsplat", "create_addptr",
     "create_expand_dims", "create_broadcast", "create_reshape", "create_trans", "create_cat", "create_join",
     "create_load", "create_store", "create_masked_load", "create_masked_store", "create_atomic_rmw",
-    "create_descriptor_load", "create_descriptor_store", "create_assert",
+    "create_descriptor_load", "create_descriptor_store", "create_assert", "create_advance",
+    "create_tensor_pointer_load", "create_tensor_pointer_store",
 )
 
 _ELEMENT_WISE = (
@@ -81,7 +78,7 @@ _ELEMENT_WISE = (
 
 _TRAILING_AXES = ("create_dot", "create_split")
 
-_HELD = ("create_make_tensor_descriptor",)
+_HELD = ("create_make_tensor_descriptor", "create_make_block_ptr")
 
 _UNIFORM = (
     "create_get_num_programs", "create_barrier", "create_assume",

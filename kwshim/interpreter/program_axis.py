@@ -34,7 +34,7 @@ import sys
 
 import numpy as np
 
-from . import batching_rules, memory, rows
+from . import batching_rules, block_pointers, memory, rows
 
 __all__ = ["Fallback", "Diverged", "ProgramAxisOperations", "batched_builder_class", "tensor_entries", "truth",
            "index"]
@@ -245,6 +245,17 @@ class ProgramAxisOperations:
         values = val_data[mask_data]
         self.kwshim_batch.log.atomic(ptr_data[mask_data], values, mask_data, apply, (str(rmwOp), values.dtype.str))
         return _unused_result_class(TensorHandle)(element)
+
+    def create_advance(self, ptr, offsets):
+        return block_pointers.advanced(ptr, offsets)
+
+    def create_tensor_pointer_load(self, ptr, boundary_check, padding_option, *args, **kwargs):
+        ptrs, mask = block_pointers.pointers(ptr, boundary_check)
+        return self.create_masked_load(ptrs, mask, block_pointers.padding(ptrs, padding_option), *args, **kwargs)
+
+    def create_tensor_pointer_store(self, ptr, value, boundary_check, *args, **kwargs):
+        ptrs, mask = block_pointers.pointers(ptr, boundary_check)
+        return self.create_masked_store(ptrs, value, mask, *args, **kwargs)
 
     def create_descriptor_load(self, desc, indices, *args, **kwargs):  # the release's, on batched pointers
         return super().create_descriptor_load(_batched_descriptor(desc), indices, *args, **kwargs)

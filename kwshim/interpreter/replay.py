@@ -72,6 +72,10 @@ def _constant_types():
             types.FunctionType, types.BuiltinFunctionType, type) + kernels
 
 
+#: The interpreter's handles that hold others (``batching_rules.HELD``): a step's result, kept in a slot.
+_HELD_HANDLES = ("TensorDescHandle", "BlockPointerHandle")
+
+
 class _Unrecordable(Exception):
     pass
 
@@ -180,7 +184,7 @@ class Recorder:
         import triton.language as tl
 
         interpreter = _interpreter()
-        if isinstance(value, interpreter.TensorHandle) or type(value).__name__ == "TensorDescHandle":
+        if isinstance(value, interpreter.TensorHandle) or type(value).__name__ in _HELD_HANDLES:
             return Slot(self._slot_of(value))
         if isinstance(value, tl.core.tensor):
             if type(value).__init__ is not tl.core.tensor.__init__:
@@ -206,7 +210,7 @@ class Recorder:
         import triton.language as tl
 
         interpreter = _interpreter()
-        if isinstance(value, interpreter.TensorHandle) or type(value).__name__ == "TensorDescHandle":
+        if isinstance(value, interpreter.TensorHandle) or type(value).__name__ in _HELD_HANDLES:
             return Slot(self._tag(value))
         if isinstance(value, tl.core.tensor):
             return Slot(self._tag(value.handle)) if isinstance(value.handle, interpreter.TensorHandle) else None
