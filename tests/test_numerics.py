@@ -464,6 +464,30 @@ def test_sums_of_a_dot_result_combine_in_the_tensor_cores_layout_as_on_the_h200(
     assert len(h200) == 60 and same == 40 and blocked_same <= 6 and scans == 20, (same, blocked_same, scans)
 
 
+def test_a_chained_dot_s_sums_have_every_warp_on_the_rows_as_on_the_h200():
+    """A dot whose result feeds another (flash attention's ``q @ k``, then ``p @ v``): its row and
+    column sums of the H200's own accumulators (``parity/dot_chains_h200.json``, 10 shapes) add as
+    the GPU did in the chained layout, every warp on the rows (``mma.sync``: over the columns where
+    the head dimension exceeds the rows); a lone dot's layout gives other bits in more of them."""
+    from kwshim.interpreter import lane_order
+
+    h200 = _recorded("dot_chains_h200.json", "cases")
+    differing, lone_differing = [], []
+    for name, case in h200.items():
+        dims = dict(d.split("=") for d in name.split()[1:])
+        m, n, k, warps = int(dims["M"]), int(dims["N"]), int(dims["D"]), int(dims["num_warps"])
+        for axis, lines, sums in ((1, "qk rows", "rows"), (0, "qk columns", "columns")):
+            data = np.array(case[lines], np.int32).view(np.float32)
+            for chained, found in ((k, differing), (None, lone_differing)):
+                order, layout = lane_order.tensor_core_order((m, n), warps, axis, chained)
+                (total,) = lane_order.reduce_in_lanes((np.ascontiguousarray(data[:, order]),), layout,
+                                                      lane_order.added(np.float32))
+                if total.view(np.int32).tolist() != case[sums]:
+                    found.append(f"{name} {sums}")
+    assert len(h200) == 10 and not differing, differing
+    assert len(lone_differing) > len(differing), lone_differing
+
+
 @triton.jit
 def _dot_then_sums(a_ptr, b_ptr, rows_ptr, columns_ptr, M: tl.constexpr, N: tl.constexpr, K: tl.constexpr):
     m, n, k = tl.arange(0, M), tl.arange(0, N), tl.arange(0, K)
