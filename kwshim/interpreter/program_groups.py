@@ -32,10 +32,12 @@ def run(fn, values, first, count, batch, native_store):
     """The chunk of ``count`` programs from ``first``, run as groups of programs whose ``values`` (each
     program's, of ``Diverged``) agree, and committed: (whether a group replayed a trace, the most elements
     one record moved); None where it did not run so (nothing written)."""
-    groups = _groups(values, count)
     with _LOCK:
-        if groups is None or fn in _NOT_GROUPED:
+        if fn in _NOT_GROUPED:
             return None
+    groups = _groups(values, count)
+    if groups is None:
+        return None
     logs, replayed = [], False
     for positions in groups:
         try:

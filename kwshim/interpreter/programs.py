@@ -263,10 +263,10 @@ def _run(fn, args, grid, make_language=_nothing):
                     first += count
                     chunk = _chunk_for(max(1, grouped[1] // count))
                     continue
-            if isinstance(cause, Diverged) and count > 1 and not _too_split(splits + 1, first):
-                splits += 1
-                chunk = cause.leading_run()
-                continue
+                if not _too_split(splits + 1, first):
+                    splits += 1
+                    chunk = cause.leading_run()
+                    continue
             reason = cause.reason if cause is not None else f"{type(exc).__name__} in a batch: {exc}"
         if reason is not None:
             with _FALLBACK_LOCK:
