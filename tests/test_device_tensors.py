@@ -141,6 +141,17 @@ def test_what_python_sees_of_a_device_tensor_is_what_cuda_shows(device):
     assert torch.zeros_like(x, device="cpu").device.type == "cpu"
 
 
+def test_a_device_tensor_s_new_tensors_are_on_the_device_unless_another_is_asked_for(device):
+    """``cu_seqlens.new_tensor([0])`` (flash-linear-attention's tests) is CUDA's, as ``new_zeros`` is."""
+    x = torch.tensor([0, 3, 7], device="cuda")
+    made = [x.new_tensor([0]), x.new_tensor([1.5], dtype=torch.float32), x.new_zeros(2), x.new_ones(2),
+            x.new_full((2,), 4), x.new_empty(2), x.new_empty_strided((2,), (1,))]
+    assert [t.device.type for t in made] == ["cuda"] * 7
+    assert made[0].tolist() == [0] and made[0].dtype == x.dtype and made[1].tolist() == [1.5]
+    assert torch.cat([x.new_tensor([0]), x]).tolist() == [0, 0, 3, 7]
+    assert x.new_tensor([0], device="cpu").device.type == "cpu" and x.cpu().new_tensor([0]).device.type == "cpu"
+
+
 def test_a_device_tensor_pickles_and_saves_as_one(device):
     x = torch.randn(3, device="cuda")
     for again in (pickle.loads(pickle.dumps(x)), copy.deepcopy(x)):

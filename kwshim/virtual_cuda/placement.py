@@ -96,6 +96,21 @@ def _placing(function):
     return placed
 
 
+def _keeping_device(method):
+    """``Tensor.new_*`` ``method`` (``_placing``) giving a device tensor's new tensor on the device
+    where no device is asked for, as CUDA does: ``new_tensor`` builds its tensor from Python data in
+    torch's C++, which never reaches the device tensor's dispatch, and made it on the CPU."""
+    def kept(self, *args, **kwargs):
+        made = method(self, *args, **kwargs)
+        if isinstance(self, DeviceTensor) and not isinstance(made, DeviceTensor) and \
+                _target(kwargs.get("device"), index=True) is None:
+            return adopt(made)
+        return made
+
+    kept.__name__, kept.__doc__, kept.__wrapped__ = method.__name__, method.__doc__, method
+    return kept
+
+
 def _generator_class(generator):
     """``torch.Generator`` making a CPU generator for ``device="cuda"``; every generator (the
     default ones among them) is still an instance of it."""
@@ -132,7 +147,7 @@ def install(patch) -> None:
         patch.setattr(torch, name, _placing(getattr(torch, name)))
     tensor = torch.Tensor
     for name in ("new_empty", "new_empty_strided", "new_full", "new_ones", "new_tensor", "new_zeros"):
-        patch.setattr(tensor, name, _placing(getattr(tensor, name)))
+        patch.setattr(tensor, name, _keeping_device(_placing(getattr(tensor, name))))
     to = tensor.to
 
     def moved(self, *args, **kwargs):
