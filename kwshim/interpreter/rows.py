@@ -214,10 +214,8 @@ def load(log, ptrs, mask, other, fewest):
                 data[..., length:] = np.broadcast_to(other.data, shape)[..., length:]
             data[..., :length] = loaded.reshape(starts.shape + (length,))
         else:
-            if other is not None and len(reads) == 1:
-                data[...] = np.broadcast_to(other.data, shape)
             data[kept, :length] = loaded
-    if other is not None and len(reads) > 1:  # each row's masked tail, and the rows kept not at all
+    if other is not None and reads[0][1] is not None:  # each row's masked tail, and the rows kept not at all
         tail = np.arange(ptrs.length) >= sum(np.where(kept, length, 0) for length, kept, *_ in reads)[..., None]
         np.copyto(data, np.broadcast_to(other.data, shape), where=tail)
     return interpreter.TensorHandle(data, element)
