@@ -169,8 +169,9 @@ def test_a_large_launch_stores_the_same_bits_compiled_and_in_numpy(monkeypatch):
 def test_the_compiled_lane_sum_adds_as_the_numpy_lane_order(contracted, monkeypatch):
     """fp32 ``tl.sum`` in the lane order compiled (``compiled.lane_sum_kernel``) and in NumPy
     (``lane_order``): the same bits for rows of 8 to 4096 elements, one to eight warps, one element a
-    thread or several, plain and of products contracted into fmas, with magnitudes mixed so that the
-    order shows. Once loaded, the compiled loop takes small blocks too."""
+    thread or several, plain and of products contracted into fmas (read from the products, or computed
+    from the factors alone), with magnitudes mixed so that the order shows. Once loaded, the compiled
+    loop takes small blocks too."""
     from kwshim.interpreter import lane_order
 
     rng = np.random.default_rng(7)
@@ -183,9 +184,14 @@ def test_the_compiled_lane_sum_adds_as_the_numpy_lane_order(contracted, monkeypa
         values, product = ((x * y).astype(np.float32), (x, y)) if contracted else (x, None)
         monkeypatch.setattr(compiled, "lane_sum_for", lambda size: None)
         in_numpy = lane_order.reduce_in_lanes((values,), layout, lane_order.added(np.float32), product)[0]
+        if contracted:  # without the compiled loop, the product's data is read
+            assert lane_order.sum_of_products(product, layout) is None
         monkeypatch.setattr(compiled, "lane_sum_for", lambda size: compiled.lane_sum_kernel())
         in_numba = lane_order.reduce_in_lanes((values,), layout, lane_order.added(np.float32), product)[0]
         assert in_numba.view(np.int32).tolist() == in_numpy.view(np.int32).tolist(), (n, warps)
+        if contracted:  # from the factors alone (``deferred_products``): the products rounded in the loop
+            from_factors = lane_order.sum_of_products(product, layout)
+            assert from_factors.view(np.int32).tolist() == in_numpy.view(np.int32).tolist(), (n, warps)
         compared += rows
         if not contracted:  # and the order shows: NumPy's pairwise sum differs somewhere
             assert (np.sum(x, axis=-1).view(np.int32) != in_numpy.view(np.int32)).any() or n <= 8

@@ -108,10 +108,10 @@ def _loaded(name, size, make):
 
 @functools.lru_cache(maxsize=None)
 def lane_sum_kernel():
-    """``lane_sum(values, x, y, repeats, warps, lanes, per_thread, contracted, out)``: each fp32 row
-    of ``values`` (rows, n) summed as ``lane_order.reduce_in_lanes`` sums it, into ``out``; where
-    ``contracted``, ``values`` are the products ``x * y`` and the adds LLVM contracts are fmas. None
-    without numba."""
+    """``lane_sum(x, y, repeats, warps, lanes, per_thread, contracted, out)``: each fp32 row of ``x``
+    (rows, n) summed as ``lane_order.reduce_in_lanes`` sums it, into ``out``; where ``contracted``,
+    the sum of the products ``x * y`` (each rounded to fp32 here, where an add needs it), the adds
+    LLVM contracts being fmas. None without numba."""
     if engine() != "numba":
         return None
     from numba import njit
@@ -119,29 +119,32 @@ def lane_sum_kernel():
     fused = _fused()
 
     @njit(cache=True)
-    def lane_sum(values, x, y, repeats, warps, lanes, per_thread, contracted, out):
+    def lane_sum(x, y, repeats, warps, lanes, per_thread, contracted, out):
         tile = warps * lanes * per_thread
         count = repeats * per_thread  # each thread's elements
-        partial = np.empty(warps * lanes, values.dtype)
-        for row in range(values.shape[0]):
+        partial = np.empty(warps * lanes, x.dtype)
+        for row in range(x.shape[0]):
             threads = warps * lanes
             if contracted and count > 1:  # fma(x0, y0, x1 * y1), then fma(x, y, acc)
                 second = 1 if per_thread > 1 else tile
                 for thread in range(threads):
                     i = thread * per_thread
-                    partial[thread] = fused(x[row, i], y[row, i], values[row, i + second])
+                    partial[thread] = fused(x[row, i], y[row, i], x[row, i + second] * y[row, i + second])
                 for k in range(2, count):  # element k of every thread: independent chains side by side
                     offset = (k // per_thread) * tile + k % per_thread
                     for thread in range(threads):
                         i = offset + thread * per_thread
                         partial[thread] = fused(x[row, i], y[row, i], partial[thread])
+            elif contracted:  # one element a thread: its product
+                for thread in range(threads):
+                    partial[thread] = x[row, thread * per_thread] * y[row, thread * per_thread]
             else:
                 for thread in range(threads):
-                    partial[thread] = values[row, thread * per_thread]
+                    partial[thread] = x[row, thread * per_thread]
                 for k in range(1, count):
                     offset = (k // per_thread) * tile + k % per_thread
                     for thread in range(threads):
-                        partial[thread] = partial[thread] + values[row, offset + thread * per_thread]
+                        partial[thread] = partial[thread] + x[row, offset + thread * per_thread]
             for warp in range(warps):  # the butterfly over the lanes, as lane 0 ends it
                 start, width = warp * lanes, lanes
                 first = contracted and count == 1

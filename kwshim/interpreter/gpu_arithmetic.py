@@ -34,7 +34,7 @@ import sys
 
 import numpy as np
 
-from . import compiled, lane_order
+from . import compiled, deferred_products, lane_order
 from .fma import fma
 
 __all__ = ["arithmetic_class", "requested_fusion", "fusion_enabled", "flushed", "subnormal", "exp_approximation",
@@ -215,7 +215,10 @@ def arithmetic_class(base):
         kwshim_gpu_arithmetic = True  #: libdevice reads it: fp32 subnormal arguments are zeros
 
         def create_fmul(self, lhs, rhs):
-            product = base.create_fmul(self, lhs, rhs)
+            if fusion_enabled() and deferred_products.deferrable(lhs, rhs):  # its uses may all be fmas
+                product = deferred_products.deferred(lambda: base.create_fmul(self, lhs, rhs), lhs, rhs)
+            else:
+                product = base.create_fmul(self, lhs, rhs)
             product.kwshim_factors = (lhs.data, rhs.data)  # for an add that contracts with it (arrays: no chain)
             return lane_order.loaded_as(product, lhs, rhs)
 

@@ -10,7 +10,7 @@ import sys
 
 import numpy as np
 
-from . import dot_chains, gpu_arithmetic, lane_order, special_registers
+from . import deferred_products, dot_chains, gpu_arithmetic, lane_order, special_registers
 from .gpu_builder import _INTERPRETER, _name, _refuse
 
 __all__ = ["reduction_class"]
@@ -53,19 +53,20 @@ def reduction_class(cls):
         return added
 
     def in_lanes(self, input, scan=False):
-        """``(data, arrange, layout, finish, order)`` for a float block of 1 or 2 axes: ``data`` with
-        the reduced axis last, ``arrange(array)`` the same for another array of the block's shape,
+        """``(arrange, layout, finish, order)`` for a float block of 1 or 2 axes: ``arrange(array)``
+        an array of the block's shape (the block's data, or another) with the reduced axis last,
         ``layout`` that axis' layout and ``finish(result)`` a result with its axes back; None for
         any other block. A reduction of a ``tl.dot`` result (not a scan) takes the tensor cores'
         layout: ``data``'s last axis is in ``order`` (``lane_order.tensor_core_order``), else None."""
-        shape, axis = input.handle.data.shape, self.axis
+        shape, axis = deferred_products.shape(input.handle), self.axis
         batched = int(getattr(self, "kwshim_program_axis", False))  # batched: programs first
         whole = axis is None  # a whole block: one row, in row-major order (Triton reshapes it)
         block = (int(np.prod(shape[batched:])),) if whole else shape[batched:]
         if input.dtype.scalar.name not in _LANE_ORDERED or not 1 <= len(block) <= 2:
             return None
         warps = 4 if special_registers.launch_warps is None else special_registers.launch_warps
-        itemsize = getattr(input.handle, "kwshim_loaded_itemsize", input.handle.data.dtype.itemsize)
+        itemsize = getattr(input.handle, "kwshim_loaded_itemsize", None) or \
+            deferred_products.element_type(input.handle).itemsize
         layout = lane_order.blocked_layout(tuple(block), itemsize, warps)[0 if whole else axis - batched]
         order, cores = None, getattr(input.handle, "kwshim_tensor_cores", None)
         if cores is not None and not (whole or scan) and tuple(block) == tuple(cores[0]):
@@ -84,18 +85,21 @@ def reduction_class(cls):
                 return result.reshape((1,) * len(shape)) if whole else np.expand_dims(result, axis)
             return result
 
-        return arrange(input.handle.data), arrange, layout, finish, order
+        return arrange, layout, finish, order
 
     def summed(operation):
         def added(self, input):
             lanes = in_lanes(self, input)
             if lanes is None:
                 return operation(self, input)
-            data, arrange, layout, finish, _ = lanes
+            arrange, layout, finish, order = lanes
             factors = getattr(input.handle, "kwshim_factors", None)  # a product just computed: LLVM
             product = None if factors is None or not gpu_arithmetic.fusion_enabled() else \
                 (arrange(factors[0]), arrange(factors[1]))  # contracts its adds into fmas
-            (total,) = lane_order.reduce_in_lanes((data,), layout, lane_order.added(data.dtype), product)
+            total = None if product is None or order is not None else lane_order.sum_of_products(product, layout)
+            if total is None:  # not from the factors alone: the product's data too
+                data = arrange(input.handle.data)
+                (total,) = lane_order.reduce_in_lanes((data,), layout, lane_order.added(data.dtype), product)
             return self.to_tensor(finish(total), input.dtype)
 
         return added
@@ -106,7 +110,8 @@ def reduction_class(cls):
             lanes = in_lanes(self, values)
             if lanes is None:
                 return operation(self, input, val_reduce_op, idx_reduce_op)
-            data, _, layout, finish, order = lanes
+            arrange, layout, finish, order = lanes
+            data = arrange(values.handle.data)
             kind = "max" if val_reduce_op in (np.max, np.nanmax) or idx_reduce_op in (np.argmax, np.nanargmax) \
                 else "min"
             if idx_reduce_op is None:
@@ -133,7 +138,8 @@ def reduction_class(cls):
             lanes = in_lanes(self, input, scan=True)
             if lanes is None:
                 return operation(self, input)
-            data, _, layout, finish, _ = lanes
+            arrange, layout, finish, _ = lanes
+            data = arrange(input.handle.data)
             result = lane_order.scan_in_lanes(data, layout, lane_order.added(data.dtype))
             return [self.to_tensor(finish(result, scan=True), input.dtype)]
 

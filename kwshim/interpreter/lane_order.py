@@ -39,11 +39,11 @@ import functools
 
 import numpy as np
 
-from . import compiled
+from . import compiled, deferred_products
 from .fma import fma_chain
 
-__all__ = ["blocked_layout", "tensor_core_order", "reduce_in_lanes", "scan_in_lanes", "added", "arg_combine",
-           "extremum", "loaded_as", "from_tensor_cores", "keeps_layout"]
+__all__ = ["blocked_layout", "tensor_core_order", "reduce_in_lanes", "sum_of_products", "scan_in_lanes", "added",
+           "arg_combine", "extremum", "loaded_as", "from_tensor_cores", "keeps_layout"]
 
 WARP = 32
 
@@ -122,14 +122,17 @@ def tensor_core_order(shape, warps, axis, chained=None):
 def _held(values, layout):
     """``values`` (each ``..., n``) as ``..., repeats, warps, lanes, per_thread``: the GPU's threads
     along the axis, those that hold copies (a short axis) left out."""
-    n = values[0].shape[-1]
+    shape = values[0].shape[:-1] + _threads(values[0].shape[-1], layout)
+    return tuple(v.reshape(shape) for v in values)
+
+
+def _threads(n, layout):
+    """``(repeats, warps, lanes, per_thread)`` of an axis of ``n`` laid out as ``layout``."""
     per_thread, lanes, warps = layout
     per_thread = min(per_thread, n)
     lanes = min(lanes, max(1, n // per_thread))
     warps = min(warps, max(1, n // (per_thread * lanes)))
-    repeats = n // (per_thread * lanes * warps)
-    shape = values[0].shape[:-1] + (repeats, warps, lanes, per_thread)
-    return tuple(v.reshape(shape) for v in values)
+    return n // (per_thread * lanes * warps), warps, lanes, per_thread
 
 
 def _halving(values, combine):
@@ -150,7 +153,7 @@ def reduce_in_lanes(values, layout, combine, product=None):
     if getattr(combine, "kwshim_sum", False) and values[0].dtype == np.float32:
         kernel = compiled.lane_sum_for(values[0].size)
         if kernel is not None:
-            return (_compiled_sum(kernel, values[0], product, held[0].shape[-4:]),)
+            return (_compiled_sum(kernel, values[0].shape, product, held[0].shape[-4:], values[0]),)
     order = [(r, e) for r in range(repeats) for e in range(per_thread)]
     with np.errstate(over="ignore", invalid="ignore"):
         if product is not None:  # a fresh array: the butterfly adds in place
@@ -168,17 +171,32 @@ def reduce_in_lanes(values, layout, combine, product=None):
         return _halving(_halving(accumulated, combine), combine)
 
 
-def _compiled_sum(kernel, values, product, held_shape):
-    """``reduce_in_lanes`` of an fp32 sum by the compiled loop (``compiled.lane_sum_kernel``)."""
-    rows = np.ascontiguousarray(values.reshape(-1, values.shape[-1]))
+def sum_of_products(product, layout):
+    """The fp32 ``tl.sum(x * y)`` over the last axis, contracted (``reduce_in_lanes`` with
+    ``product``), from the factors ``product = (x, y)`` alone, the products rounded in the compiled
+    loop; None where that loop does not run (then the product's data is what ``reduce_in_lanes``
+    reads: ``deferred_products``)."""
+    x, y = product
+    shape = np.broadcast_shapes(x.shape, y.shape)
+    if x.dtype != np.float32 or y.dtype != np.float32:
+        return None
+    kernel = compiled.lane_sum_for(int(np.prod(shape)))
+    if kernel is None:
+        return None
+    return _compiled_sum(kernel, shape, product, _threads(shape[-1], layout))
+
+
+def _compiled_sum(kernel, shape, product, held_shape, values=None):
+    """``reduce_in_lanes`` of an fp32 sum of ``values`` (or, contracted, of the products of
+    ``product``'s factors) of ``shape`` by the compiled loop (``compiled.lane_sum_kernel``)."""
+    rows = shape[-1]
     if product is None:
-        x = y = rows
+        x = y = np.ascontiguousarray(values.reshape(-1, rows))
     else:
-        x, y = (np.ascontiguousarray(np.broadcast_to(f, values.shape).reshape(rows.shape), np.float32)
-                for f in product)
-    out = np.empty(rows.shape[0], np.float32)
-    kernel(rows, x, y, *held_shape, product is not None, out)
-    return out.reshape(values.shape[:-1])
+        x, y = (np.ascontiguousarray(np.broadcast_to(f, shape).reshape(-1, rows), np.float32) for f in product)
+    out = np.empty(x.shape[0], np.float32)
+    kernel(x, y, *held_shape, product is not None, out)
+    return out.reshape(shape[:-1])
 
 
 def _butterfly_sum(total):
@@ -328,9 +346,11 @@ def extremum(kind):
 def loaded_as(result, *sources):
     """``result``, a float widened from narrower ones (``x.to(tl.float32)`` of a bf16 load), marked
     with their element size: the compiler keeps the layout of the narrow load (``lane_order``)."""
-    sizes = [getattr(s, "kwshim_loaded_itemsize", s.data.dtype.itemsize) for s in sources
-             if getattr(s.data, "dtype", None) is not None and s.data.dtype.kind in "fV"]
-    if sizes and getattr(result.data, "dtype", None) is not None and min(sizes) < result.data.dtype.itemsize:
+    types = [(s, deferred_products.element_type(s)) for s in sources]
+    sizes = [getattr(s, "kwshim_loaded_itemsize", made.itemsize) for s, made in types
+             if made is not None and made.kind in "fV"]
+    made = deferred_products.element_type(result)  # a deferred product stays deferred
+    if sizes and made is not None and min(sizes) < made.itemsize:
         result.kwshim_loaded_itemsize = min(sizes)
     return result
 
