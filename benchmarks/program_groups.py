@@ -91,9 +91,7 @@ def main():
 
     def launch(mode, groups=True, pieces=True):
         out = torch.zeros(s.shape, dtype=torch.float32)
-        for fn in [fn for fn in programs._FALLBACKS if fn.__qualname__ == kernel.fn.__qualname__]:  # the last
-            del programs._FALLBACKS[fn]
-        program_groups._NOT_GROUPED.clear()
+        programs.forget(kernel.fn)  # the last run's fallback or failed grouping
         with kwshim.activate(grid=mode), _without(groups, pieces):
             start = time.perf_counter()
             kernel[grid](s, out, cu, H=H, S=S, BT=BT, BS=BS)

@@ -63,13 +63,13 @@ def absolute_rows(x_ptr, out_ptr, N: tl.constexpr):
 def test_an_operation_without_a_rule_falls_back_to_the_loop_naming_it(monkeypatch, fresh_builder_classes):
     """What a new release adds, unclassified, runs the loop (here ``tl.abs`` of a float, taken out)."""
     monkeypatch.delitem(batching_rules.RULES, "create_fabs")
-    grid_module._FALLBACKS.pop(absolute_rows.fn, None)
+    grid_module.forget(absolute_rows.fn)
     x = torch.randn(6, 8)
     looped, batched = _both(absolute_rows, (6,), lambda: (x, torch.zeros(6, 8)), N=8)
     _same_bits(looped, batched)
     assert torch.equal(batched[1], x.abs())
     assert _reason(absolute_rows) == "an operation kwshim's batched grid has not classified (create_fabs)"
-    grid_module._FALLBACKS.pop(absolute_rows.fn, None)
+    grid_module.forget(absolute_rows.fn)
 
 
 @triton.jit
@@ -93,7 +93,7 @@ def test_tl_sort_sorts_each_program_s_own_block(dtype):
     """Sorting a batch once sorted across programs: a row came back unsorted and partly from other rows."""
     torch.manual_seed(0)
     x = (torch.randn(8, 16) * 100).to(dtype)
-    grid_module._FALLBACKS.pop(sort_rows.fn, None)
+    grid_module.forget(sort_rows.fn)
     looped, batched = _both(sort_rows, (8,), lambda: (x, torch.zeros_like(x)), N=16)
     _same_bits(looped, batched)
     assert torch.equal(batched[1], x.sort(dim=1).values)

@@ -154,7 +154,7 @@ def alternating(out_ptr):
     (alternating, (64,), lambda: (torch.zeros(64, dtype=torch.int32),), "Python control flow (if, while, range)"),
 ])
 def test_what_the_runs_cannot_follow_falls_back_to_the_loop(kernel, grid, make, reason):
-    grid_module._FALLBACKS.pop(kernel.fn, None)
+    grid_module.forget(kernel.fn)
     looped, batched = _both(kernel, grid, make)
     _same_bits(looped, batched)
     assert _reason(kernel).startswith(reason), _reason(kernel)
@@ -202,7 +202,7 @@ def test_a_loop_updating_rows_in_place_runs_batched(batches):
 @needs_block_loads
 @pytest.mark.parametrize("kernel", [accumulate_rows, shift_rows])
 def test_a_loop_reading_what_was_written_in_the_launch_falls_back(kernel):
-    grid_module._FALLBACKS.pop(kernel.fn, None)
+    grid_module.forget(kernel.fn)
     looped, batched = _both(kernel, (40,), lambda: (torch.arange(41 * 4 * 16, dtype=torch.float32),), 4, N=16)
     _same_bits(looped, batched)
     assert _reason(kernel).startswith("a program reads what another program (or itself, earlier)")

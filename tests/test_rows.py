@@ -38,7 +38,7 @@ def strided_copies(monkeypatch):
 def _batched_as_looped(kernel, grid, make, *extra, **constants):
     """The tensors a batched launch of ``kernel`` left, checked bit for bit against the loop's (the
     kernel's remembered fallback forgotten first)."""
-    grid_module._FALLBACKS.pop(kernel.fn, None)
+    grid_module.forget(kernel.fn)
     looped, batched = _both(kernel, grid, make, *extra, **constants)
     _same_bits(looped, batched)
     return batched
@@ -227,7 +227,7 @@ def test_a_loaded_row_is_a_view_of_the_memory_and_a_store_of_it_keeps_the_bits_i
         loaded.append(view)
         return view
 
-    grid_module._FALLBACKS.pop(swap_rows.fn, None)
+    grid_module.forget(swap_rows.fn)
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(memory, "read_rows", kept)
         looped, batched = _both(swap_rows, (96,), lambda: (a.clone(), b.clone()), BLOCK=256)

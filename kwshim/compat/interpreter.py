@@ -4,13 +4,14 @@ on the installed release (each once), never read from a version string."""
 import functools
 import importlib
 import inspect
+import sys
 
 from .classes import import_triton, kernel_classes
 
 __all__ = ["compiler_accepts", "pristine_interpreter_methods", "interpreter_shares_launch_state",
            "interpreter_restores_patches", "run_requires_warmup", "injected_keywords", "binary_ufunc",
            "native_masked_load", "native_masked_store", "dot_scaled_reads_constexpr_formats",
-           "block_pointer_masks_below_zero"]
+           "block_pointer_masks_below_zero", "launched_function"]
 
 
 @functools.lru_cache(maxsize=None)
@@ -254,3 +255,12 @@ def block_pointer_masks_below_zero() -> bool:
     base = TensorHandle(np.array([4096], dtype=np.uint64), tl.pointer_type(tl.float32))
     _, mask = handle_class(base, [scalar(4)], [scalar(1)], [scalar(-1)], [2], [0]).materialize_pointers((0,))
     return not bool(np.asarray(mask.data if isinstance(mask, TensorHandle) else mask).reshape(-1)[0])
+
+
+def launched_function(fn):
+    """The function the interpreter's grid runs for a kernel's ``fn``: on 3.6+ its rewrite of the
+    source (``InterpretedFunction.rewritten_fn``, made at the first launch and kept), before that
+    ``fn`` itself."""
+    interpreted = getattr(sys.modules.get("triton.runtime.interpreter"), "InterpretedFunction", None)
+    rewritten = getattr(interpreted, "rewritten_fn", None)
+    return rewritten.get(fn, fn) if isinstance(rewritten, dict) else fn

@@ -28,7 +28,7 @@ import numpy as np
 
 from . import scaled_dots
 
-__all__ = ["install"]
+__all__ = ["install", "rewritten"]
 
 
 def _all_ones(type):
@@ -205,6 +205,11 @@ def _loop_variables(transformer_class):
 #: is on (Triton's own, of the unmended rewrites, is put back when it goes off), kept for the next
 #: activation as Triton keeps its own for the process (a rewrite reads the kernel's globals live).
 _REWRITTEN: dict = {}
+
+
+def rewritten(fn):
+    """The rewrite of the kernel function ``fn`` made while the switch was on, or None."""
+    return _REWRITTEN.get(fn)
 
 
 def _install_loop_variables(patch, interpreter):

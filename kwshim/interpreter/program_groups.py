@@ -21,11 +21,17 @@ import numpy as np
 
 from . import store_log
 
-__all__ = ["run"]
+__all__ = ["run", "forget"]
 
 #: Kernels whose chunk could not run as groups once: they split into leading runs from then on.
 _NOT_GROUPED: set = set()
 _LOCK = threading.Lock()
+
+
+def forget(fn):
+    """Try groups again for ``fn`` (``programs.forget``)."""
+    with _LOCK:
+        _NOT_GROUPED.discard(fn)
 
 
 def run(fn, values, first, count, batch, native_store):

@@ -27,8 +27,9 @@ from typing import Dict
 
 import numpy as np
 
+from ..compat.interpreter import launched_function
 from ..settings import in_force
-from . import dot_chains, language_patch, plain_launch, program_groups, refusals, replay
+from . import dot_chains, fixes, language_patch, plain_launch, program_groups, refusals, replay
 
 __all__ = ["install", "fallback_reasons", "launch_record", "merge_records", "summary_lines", "batching_works"]
 
@@ -50,6 +51,18 @@ def fallback_reasons() -> Dict[str, str]:
     """{kernel name: why it runs one program at a time} for the kernels that fell back."""
     with _FALLBACK_LOCK:
         return {getattr(fn, "__qualname__", repr(fn)): reason for fn, reason in _FALLBACKS.items()}
+
+
+def forget(fn) -> None:
+    """Forget that the kernel function ``fn`` fell back, or would not run as program groups: its next
+    launch tries a batch again. ``fn`` as written: the grid runs the interpreter's rewrite of it on
+    3.6+ (``compat.launched_function``, or kwshim's own while the switch is on), and kwshim remembers
+    that one."""
+    launched = (fn, launched_function(fn), fixes.rewritten(fn))  # Triton's rewrite, or kwshim's (switch on)
+    with _FALLBACK_LOCK:
+        for key in launched:
+            _FALLBACKS.pop(key, None)
+            program_groups.forget(key)
 
 
 def launch_record() -> Dict[str, dict]:
