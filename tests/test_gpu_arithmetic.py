@@ -194,3 +194,38 @@ def test_exp_multiplies_by_log2_e_in_fp32_first():
     assert _transcendental("exp", [3.5])[0] == 33.115455627441406
     with kwshim.activate(numerics="ieee"):
         assert _transcendental("exp", [3.5])[0] == 33.11545181274414
+
+
+@triton.jit
+def centred(x_ptr, out_ptr, n_cols, BLOCK: tl.constexpr):
+    """Layer norm's ``tl.where(mask, x - mean, 0.0)``: the mask keeps the whole block where
+    ``n_cols == BLOCK``."""
+    row = tl.program_id(0)
+    cols = tl.arange(0, BLOCK)
+    mask = cols < n_cols
+    x = tl.load(x_ptr + row * BLOCK + cols, mask=mask, other=0.0)
+    mean = tl.sum(x, axis=0) / n_cols
+    tl.store(out_ptr + row * BLOCK + cols, tl.where(mask, x - mean, 0.0))
+
+
+@pytest.mark.parametrize("n_cols", [1024, 1000])
+def test_a_select_of_a_whole_block_is_its_operand_with_the_loop_s_bits(n_cols, monkeypatch):
+    """Where every condition of a large block is true, ``tl.where`` is its first operand itself (no
+    pass over the block: ``np.where`` is not called); where some are false, ``np.where``: the loop's
+    bits both ways."""
+    import numpy as np
+
+    torch.manual_seed(0)
+    x = torch.randn(64, 1024)
+    x[:, -1] = -0.0
+    results, wheres = [], []
+    where = np.where
+    monkeypatch.setattr(np, "where", lambda *args: wheres.append(np.shape(args[1])) or where(*args))
+    for mode in ("sequential", "batched"):
+        out = torch.full((64, 1024), float("nan"))
+        with kwshim.activate(grid=mode):
+            centred[(64,)](x, out, n_cols, BLOCK=1024)
+        results.append(out)
+    assert torch.equal(results[0].view(torch.int32), results[1].view(torch.int32))
+    batched = [shape for shape in wheres if len(shape) == 2]  # the loop's blocks are too small to look at
+    assert batched == ([] if n_cols == 1024 else [(64, 1024)])

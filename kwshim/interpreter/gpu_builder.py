@@ -54,6 +54,18 @@ def _check_conversion(source, target, toward_zero):
                 "only the default rounding (rtne) is lowered for it")
 
 
+def _selects_all(condition, chosen, other):
+    """Whether ``np.where(condition, chosen, other)`` is ``chosen`` itself, bit for bit: every
+    condition true (read where it is not a broadcast copy: a mask made from ``tl.arange`` is one row),
+    ``chosen`` of the result's shape and type. A kernel's ``tl.where(mask, x, 0.0)`` over a whole block
+    then costs no pass over it."""
+    if chosen.dtype != other.dtype or condition.dtype != np.bool_ or chosen.size < 2 ** 12 or \
+            np.broadcast_shapes(condition.shape, chosen.shape, other.shape) != chosen.shape:
+        return False
+    distinct = condition[tuple(0 if stride == 0 else slice(None) for stride in condition.strides)]
+    return bool(distinct.all())
+
+
 @functools.lru_cache(maxsize=None)
 def gpu_builder_class(base):
     """A subclass of the interpreter's builder class ``base`` that computes as the GPU does."""
@@ -125,6 +137,8 @@ def gpu_builder_class(base):
             return lane_order.keeps_layout(negated, input)
 
         def create_select(self, condition, lhs, rhs):
+            if _selects_all(condition.data, lhs.data, rhs.data):  # tl.where(mask, x, 0) of a whole block
+                return lane_order.keeps_layout(TensorHandle(lhs.data, rhs.dtype.scalar), lhs, rhs)
             return lane_order.keeps_layout(base.create_select(self, condition, lhs, rhs), lhs, rhs)
 
         def create_dot(self, a, b, d, *args, **kwargs):
