@@ -170,8 +170,8 @@ def test_the_compiled_lane_sum_adds_as_the_numpy_lane_order(contracted, monkeypa
     """fp32 ``tl.sum`` in the lane order compiled (``compiled.lane_sum_kernel``) and in NumPy
     (``lane_order``): the same bits for rows of 8 to 4096 elements, one to eight warps, one element a
     thread or several, plain and of products contracted into fmas (read from the products, or computed
-    from the factors alone), with magnitudes mixed so that the order shows. Once loaded, the compiled
-    loop takes small blocks too."""
+    from the factors alone), with magnitudes mixed so that the order shows; the loop compiled for
+    every layout and for each. Once loaded, the compiled loop takes small blocks too."""
     from kwshim.interpreter import lane_order
 
     rng = np.random.default_rng(7)
@@ -189,6 +189,10 @@ def test_the_compiled_lane_sum_adds_as_the_numpy_lane_order(contracted, monkeypa
         monkeypatch.setattr(compiled, "lane_sum_for", lambda size: compiled.lane_sum_kernel())
         in_numba = lane_order.reduce_in_lanes((values,), layout, lane_order.added(np.float32), product)[0]
         assert in_numba.view(np.int32).tolist() == in_numpy.view(np.int32).tolist(), (n, warps)
+        monkeypatch.undo()  # a block this large: the loop compiled for its layout
+        assert rows * n >= compiled.COMPILED_FROM and compiled.lane_sum_for(rows * n) is not compiled.lane_sum_kernel()
+        for_layout = lane_order.reduce_in_lanes((values,), layout, lane_order.added(np.float32), product)[0]
+        assert for_layout.view(np.int32).tolist() == in_numpy.view(np.int32).tolist(), (n, warps)
         if contracted:  # from the factors alone (``deferred_products``): the products rounded in the loop
             from_factors = lane_order.sum_of_products(product, layout)
             assert from_factors.view(np.int32).tolist() == in_numpy.view(np.int32).tolist(), (n, warps)

@@ -1,0 +1,169 @@
+"""The numba code of ``compiled``, imported only where numba is (``compiled.engine``), at the first
+large block.
+
+Every function numba compiles is at module level and reaches the others as globals, so that numba's
+disk cache (``cache=True``) finds it again in the next process: numba keys a closure by the pickle of
+what it closes over, and the pickle of an intrinsic or a dispatcher differs from process to process.
+Defined inside factories, the fused multiply-add ufunc and the lane-order sum compiled again in every
+process, a second or two, and added an entry to the cache each time (1,084 and 613 of them in one
+checkout). The loops compiled for one layout (``lane_sum_for_layout``) close over its four counts
+alone, which pickle the same everywhere.
+"""
+
+import numpy as np
+from numba import njit, vectorize
+from numba.extending import intrinsic
+
+__all__ = ["fused", "fma", "lane_sum", "lane_sum_for_layout", "lane_scan"]
+
+
+@intrinsic
+def fused(typingctx, a, b, c):
+    """numba's ``llvm.fma`` intrinsic: ``a * b + c`` rounded once, in the operands' type."""
+    def codegen(context, builder, signature, args):
+        return builder.fma(*args)
+    return a(a, b, c), codegen
+
+
+@vectorize(["float32(float32, float32, float32)", "float64(float64, float64, float64)"], cache=True)
+def fma(a, b, c):
+    """``a * b + c`` rounded once, for fp32 and fp64 operands (a NumPy ufunc)."""
+    return fused(a, b, c)
+
+
+@njit(inline="always")
+def _lane_sum_rows(x, y, repeats, warps, lanes, per_thread, contracted, out):
+    """Each fp32 row of ``x`` (rows, n) summed as ``lane_order.reduce_in_lanes`` sums it, into
+    ``out``; where ``contracted``, the sum of the products ``x * y`` (each rounded to fp32 here,
+    where an add needs it), the adds LLVM contracts being fmas."""
+    tile = warps * lanes * per_thread
+    count = repeats * per_thread  # each thread's elements
+    partial = np.empty(warps * lanes, x.dtype)
+    for row in range(x.shape[0]):
+        threads = warps * lanes
+        if contracted and count > 1:  # fma(x0, y0, x1 * y1), then fma(x, y, acc)
+            second = 1 if per_thread > 1 else tile
+            for thread in range(threads):
+                i = thread * per_thread
+                partial[thread] = fused(x[row, i], y[row, i], x[row, i + second] * y[row, i + second])
+            for k in range(2, count):  # element k of every thread: independent chains side by side
+                offset = (k // per_thread) * tile + k % per_thread
+                for thread in range(threads):
+                    i = offset + thread * per_thread
+                    partial[thread] = fused(x[row, i], y[row, i], partial[thread])
+        elif contracted:  # one element a thread: its product
+            for thread in range(threads):
+                partial[thread] = x[row, thread * per_thread] * y[row, thread * per_thread]
+        else:
+            for thread in range(threads):
+                partial[thread] = x[row, thread * per_thread]
+            for k in range(1, count):
+                offset = (k // per_thread) * tile + k % per_thread
+                for thread in range(threads):
+                    partial[thread] = partial[thread] + x[row, offset + thread * per_thread]
+        for warp in range(warps):  # the butterfly over the lanes, as lane 0 ends it
+            start, width = warp * lanes, lanes
+            first = contracted and count == 1
+            while width > 1:
+                half = width // 2
+                for lane in range(half):
+                    if first:  # one element a thread: its product contracts into the first step
+                        i = (start + lane) * per_thread
+                        partial[start + lane] = fused(x[row, i], y[row, i], partial[start + lane + half])
+                    else:
+                        partial[start + lane] = partial[start + lane] + partial[start + lane + half]
+                first = False
+                width = half
+        width = warps
+        while width > 1:  # then over the warps
+            half = width // 2
+            for warp in range(half):
+                partial[warp * lanes] = partial[warp * lanes] + partial[(warp + half) * lanes]
+            width = half
+        out[row] = partial[0]
+
+
+@njit(cache=True)
+def lane_sum(x, y, repeats, warps, lanes, per_thread, contracted, out):
+    """``_lane_sum_rows`` compiled once for every layout."""
+    _lane_sum_rows(x, y, repeats, warps, lanes, per_thread, contracted, out)
+
+
+def lane_sum_for_layout(repeats, warps, lanes, per_thread):
+    """``lane_sum(x, y, contracted, out)``: ``_lane_sum_rows`` compiled for one layout, its counts
+    constants (see ``compiled.lane_sum_for_layout``)."""
+
+    @njit(cache=True)
+    def lane_sum(x, y, contracted, out):
+        _lane_sum_rows(x, y, repeats, warps, lanes, per_thread, contracted, out)
+
+    return lane_sum
+
+
+@njit(cache=True)
+def lane_scan(values, repeats, warps, lanes, per_thread, out):
+    """Each fp32 row of ``values`` (rows, n) scanned as ``lane_order.scan_in_lanes`` scans it, into
+    ``out``."""
+    threads = repeats * warps * lanes
+    totals = np.empty(threads, values.dtype)  # each thread's total, then scanned over the lanes
+    older = np.empty(lanes, values.dtype)
+    before = np.empty(threads, values.dtype)  # what comes before each thread's elements
+    lasts = np.empty(threads, values.dtype)
+    prefix = np.empty(warps, values.dtype)
+    for row in range(values.shape[0]):
+        for thread in range(threads):  # the thread's own scan
+            i = thread * per_thread
+            out[row, i] = values[row, i]
+            for e in range(1, per_thread):
+                out[row, i + e] = out[row, i + e - 1] + values[row, i + e]
+            totals[thread] = out[row, i + per_thread - 1]
+        for chunk in range(repeats * warps):  # Hillis-Steele over each warp's lanes
+            start = chunk * lanes
+            step = 1
+            while step < lanes:
+                for lane in range(lanes):
+                    older[lane] = totals[start + lane]
+                for lane in range(step, lanes):
+                    totals[start + lane] = older[lane - step] + older[lane]
+                step *= 2
+        if warps > 1:
+            running = values[row, 0]
+            started = False
+            for r in range(repeats):
+                for warp in range(warps):
+                    prefix[warp] = running
+                for warp in range(warps):
+                    total = totals[(r * warps + warp) * lanes + lanes - 1]
+                    running = running + total if started else total
+                    started = True
+                    for later in range(warp + 1, warps):
+                        prefix[later] = running
+                for warp in range(warps):
+                    start = (r * warps + warp) * lanes
+                    for lane in range(lanes):
+                        if r == 0 and warp == 0:
+                            lasts[start + lane] = totals[start + lane]
+                        else:
+                            lasts[start + lane] = prefix[warp] + totals[start + lane]
+                    before[start] = totals[start] if r == 0 and warp == 0 else prefix[warp]
+                    for lane in range(1, lanes):
+                        before[start + lane] = lasts[start + lane - 1]
+        else:
+            carried = values[row, 0]
+            for r in range(repeats):
+                start = r * lanes
+                for lane in range(lanes):
+                    lasts[start + lane] = carried + totals[start + lane] if r else totals[start + lane]
+                if lanes > 1:
+                    before[start] = carried if r else lasts[start]
+                    for lane in range(1, lanes):
+                        before[start + lane] = lasts[start + lane - 1]
+                else:
+                    before[start] = lasts[start]
+                carried = lasts[start + lanes - 1]
+        for thread in range(threads):
+            i = thread * per_thread
+            if thread > 0:  # the very first thread adds nothing before it
+                for e in range(per_thread - 1):
+                    out[row, i + e] = before[thread] + out[row, i + e]
+            out[row, i + per_thread - 1] = lasts[thread]
