@@ -209,7 +209,8 @@ def test_the_compiled_lane_sum_adds_as_the_numpy_lane_order(contracted, monkeypa
 def test_the_compiled_lane_scan_adds_as_the_numpy_lane_order(monkeypatch):
     """fp32 ``tl.cumsum`` in the lane order compiled (``compiled.lane_scan_kernel``) and in NumPy
     (``lane_order``): the same bits for rows of 16 to 2048 and both axes of 2-D blocks, one to eight
-    warps, one lane, one warp or several along the axis."""
+    warps, one lane, one warp or several along the axis; the loop compiled for every layout and for
+    each."""
     from kwshim.interpreter import lane_order
 
     rng = np.random.default_rng(11)
@@ -224,3 +225,7 @@ def test_the_compiled_lane_scan_adds_as_the_numpy_lane_order(monkeypatch):
         monkeypatch.setattr(compiled, "lane_scan_for", lambda size: compiled.lane_scan_kernel())
         in_numba = lane_order.scan_in_lanes(x, layout, lane_order.added(np.float32))
         assert (in_numba.view(np.int32) == in_numpy.view(np.int32)).all(), (shape, warps, axis)
+        monkeypatch.undo()  # 2 ** 15 elements: the loop compiled for the layout
+        assert compiled.lane_scan_for(x.size) is not compiled.lane_scan_kernel()
+        for_layout = lane_order.scan_in_lanes(x, layout, lane_order.added(np.float32))
+        assert (for_layout.view(np.int32) == in_numpy.view(np.int32)).all(), (shape, warps, axis)

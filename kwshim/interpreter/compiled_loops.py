@@ -7,14 +7,14 @@ what it closes over, and the pickle of an intrinsic or a dispatcher differs from
 Defined inside factories, the fused multiply-add ufunc and the lane-order sum compiled again in every
 process, a second or two, and added an entry to the cache each time (1,084 and 613 of them in one
 checkout). The loops compiled for one layout (``lane_sum_for_layout``) close over its four counts
-alone, which pickle the same everywhere.
+alone, which pickle the same everywhere (so do the scan's).
 """
 
 import numpy as np
 from numba import njit, vectorize
 from numba.extending import intrinsic
 
-__all__ = ["fused", "fma", "lane_sum", "lane_sum_for_layout", "lane_scan"]
+__all__ = ["fused", "fma", "lane_sum", "lane_sum_for_layout", "lane_scan", "lane_scan_for_layout"]
 
 
 @intrinsic
@@ -100,8 +100,8 @@ def lane_sum_for_layout(repeats, warps, lanes, per_thread):
     return lane_sum
 
 
-@njit(cache=True)
-def lane_scan(values, repeats, warps, lanes, per_thread, out):
+@njit(inline="always")
+def _lane_scan_rows(values, repeats, warps, lanes, per_thread, out):
     """Each fp32 row of ``values`` (rows, n) scanned as ``lane_order.scan_in_lanes`` scans it, into
     ``out``."""
     threads = repeats * warps * lanes
@@ -167,3 +167,19 @@ def lane_scan(values, repeats, warps, lanes, per_thread, out):
                 for e in range(per_thread - 1):
                     out[row, i + e] = before[thread] + out[row, i + e]
             out[row, i + per_thread - 1] = lasts[thread]
+
+
+@njit(cache=True)
+def lane_scan(values, repeats, warps, lanes, per_thread, out):
+    """``_lane_scan_rows`` compiled once for every layout."""
+    _lane_scan_rows(values, repeats, warps, lanes, per_thread, out)
+
+
+def lane_scan_for_layout(repeats, warps, lanes, per_thread):
+    """``lane_scan(values, out)``: ``_lane_scan_rows`` compiled for one layout, its counts constants."""
+
+    @njit(cache=True)
+    def lane_scan(values, out):
+        _lane_scan_rows(values, repeats, warps, lanes, per_thread, out)
+
+    return lane_scan
