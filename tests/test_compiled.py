@@ -139,7 +139,8 @@ def _gpu_arithmetic():
 @numba_installed
 @pytest.mark.skipif(not _gpu_arithmetic(), reason="2.x: no module-wide builder to compute the GPU's arithmetic with")
 def test_a_large_launch_stores_the_same_bits_compiled_and_in_numpy(monkeypatch):
-    """A launch of blocks of 2**15 elements takes the compiled loops; without them, NumPy's code."""
+    """A launch of blocks of 2**15 elements takes the compiled loops (a lone fma, the ufunc); without
+    them, NumPy's code."""
     torch.manual_seed(0)
     x, y = torch.randn(2, 2 ** 15) * 30, torch.randn(2, 2 ** 15) * 40
     results, used = [], []
@@ -151,6 +152,8 @@ def test_a_large_launch_stores_the_same_bits_compiled_and_in_numpy(monkeypatch):
         return lambda: counting
 
     for engine in ("numba", "numpy"):
+        if engine == "numpy":
+            monkeypatch.setattr(compiled, "engine", lambda: "numpy")
         for name in ("fma_ufunc",):
             monkeypatch.setattr(compiled, name, counted(getattr(compiled, name)) if engine == "numba" else lambda: None)
         out, powers = torch.empty_like(x), torch.empty_like(x)
@@ -193,7 +196,7 @@ def test_the_compiled_lane_sum_adds_as_the_numpy_lane_order(contracted, monkeypa
         assert rows * n >= compiled.COMPILED_FROM and compiled.lane_sum_for(rows * n) is not compiled.lane_sum_kernel()
         for_layout = lane_order.reduce_in_lanes((values,), layout, lane_order.added(np.float32), product)[0]
         assert for_layout.view(np.int32).tolist() == in_numpy.view(np.int32).tolist(), (n, warps)
-        if contracted:  # from the factors alone (``deferred_products``): the products rounded in the loop
+        if contracted:  # from the factors alone (``deferred_arithmetic``): the products rounded in the loop
             from_factors = lane_order.sum_of_products(product, layout)
             assert from_factors.view(np.int32).tolist() == in_numpy.view(np.int32).tolist(), (n, warps)
         compared += rows

@@ -34,7 +34,7 @@ import sys
 
 import numpy as np
 
-from . import compiled, deferred_products, lane_order
+from . import compiled, deferred_arithmetic, lane_order
 from .fma import fma
 
 __all__ = ["arithmetic_class", "requested_fusion", "fusion_enabled", "flushed", "subnormal", "exp_approximation",
@@ -69,7 +69,13 @@ def _fusion(requested, *environment) -> bool:
 
 
 def _fused(interpreter, product, addend, negate_product, negate_addend):
-    """``±(x * y) ± addend`` as one fma, ``product`` being the handle ``create_fmul`` made."""
+    """``±(x * y) ± addend`` as one fma, ``product`` being the handle ``create_fmul`` made: deferred
+    with the product's factors where they and the addend may be (``deferred_arithmetic``)."""
+    handles = deferred_arithmetic.factors(product)
+    if handles is not None and deferred_arithmetic.chainable(addend, *handles):
+        x, y = handles
+        return deferred_arithmetic.deferred("fma", ("neg", x) if negate_product else x, y,
+                                            ("neg", addend) if negate_addend else addend, scalar=addend.dtype.scalar)
     x, y = product.kwshim_factors
     addend_data = -addend.data if negate_addend else addend.data
     result = fma(-x if negate_product else x, y, addend_data)
@@ -77,7 +83,20 @@ def _fused(interpreter, product, addend, negate_product, negate_addend):
 
 
 def _factors(handle):
-    return getattr(handle, "kwshim_factors", None)
+    """Whether ``handle`` is a product an add may contract with (``create_fmul``'s)."""
+    return deferred_arithmetic.factors(handle) is not None or vars(handle).get("kwshim_factors") is not None
+
+
+def _deferred(base_operation, operation):
+    """A builder method computing ``operation`` (``deferred_arithmetic``) of large fp32 blocks when
+    first read, and anything else as ``base_operation`` does."""
+    def method(self, *operands):
+        if deferred_arithmetic.chainable(*operands):
+            return deferred_arithmetic.deferred(operation, *operands, scalar=operands[-1].dtype.scalar)
+        return base_operation(self, *operands)
+
+    method.__name__ = base_operation.__name__
+    return method
 
 
 _TF32_MASK = np.uint32(0xFFFFE000)  #: the 10 mantissa bits TF32 keeps
@@ -209,32 +228,37 @@ def arithmetic_class(base):
     precision = interpreter._ir.INPUT_PRECISION
     tf32, ieee = precision.TF32, precision.IEEE
 
+    _added, _subtracted = _deferred(base.create_fadd, "add"), _deferred(base.create_fsub, "sub")
+
     class GPUArithmetic(base):
         """The interpreter's builder with the GPU's fused multiply-adds and tensor-core dots."""
 
         kwshim_gpu_arithmetic = True  #: libdevice reads it: fp32 subnormal arguments are zeros
 
         def create_fmul(self, lhs, rhs):
-            if fusion_enabled() and deferred_products.deferrable(lhs, rhs):  # its uses may all be fmas
-                product = deferred_products.deferred(lambda: base.create_fmul(self, lhs, rhs), lhs, rhs)
+            if deferred_arithmetic.chainable(lhs, rhs):  # computed where read; never, where only fmas read it
+                product = deferred_arithmetic.deferred("mul", lhs, rhs, scalar=lhs.dtype.scalar, product=True)
             else:
                 product = base.create_fmul(self, lhs, rhs)
-            product.kwshim_factors = (lhs.data, rhs.data)  # for an add that contracts with it (arrays: no chain)
+                product.kwshim_factors = (lhs.data, rhs.data)  # for an add that contracts with it (arrays: no chain)
             return lane_order.loaded_as(product, lhs, rhs)
 
         def create_fadd(self, lhs, rhs):
-            if _factors(lhs) is not None and fusion_enabled():  # LLVM tries the left operand first
+            if _factors(lhs) and fusion_enabled():  # LLVM tries the left operand first
                 return lane_order.keeps_layout(_fused(interpreter, lhs, rhs, False, False), lhs, rhs)
-            if _factors(rhs) is not None and fusion_enabled():
+            if _factors(rhs) and fusion_enabled():
                 return lane_order.keeps_layout(_fused(interpreter, rhs, lhs, False, False), lhs, rhs)
-            return base.create_fadd(self, lhs, rhs)
+            return _added(self, lhs, rhs)
 
         def create_fsub(self, lhs, rhs):
-            if _factors(lhs) is not None and fusion_enabled():  # x * y - z: fma(x, y, -z)
+            if _factors(lhs) and fusion_enabled():  # x * y - z: fma(x, y, -z)
                 return lane_order.keeps_layout(_fused(interpreter, lhs, rhs, False, True), lhs, rhs)
-            if _factors(rhs) is not None and fusion_enabled():  # z - x * y: fma(-x, y, z)
+            if _factors(rhs) and fusion_enabled():  # z - x * y: fma(-x, y, z)
                 return lane_order.keeps_layout(_fused(interpreter, rhs, lhs, True, False), lhs, rhs)
-            return base.create_fsub(self, lhs, rhs)
+            return _subtracted(self, lhs, rhs)
+
+        create_fdiv = _deferred(base.create_fdiv, "div")
+        create_fneg = _deferred(base.create_fneg, "neg0")  # the GPU's -x is 0 - x (``gpu_builder``)
 
         def create_dot(self, a, b, d, input_precision, max_num_imprecise_acc):
             result = self._dot(a, b, d, input_precision, max_num_imprecise_acc)

@@ -10,7 +10,7 @@ import sys
 
 import numpy as np
 
-from . import deferred_products, dot_chains, gpu_arithmetic, lane_order, special_registers
+from . import deferred_arithmetic, dot_chains, gpu_arithmetic, lane_order, special_registers
 from .gpu_builder import _INTERPRETER, _name, _refuse
 
 __all__ = ["reduction_class"]
@@ -58,7 +58,7 @@ def reduction_class(cls):
         ``layout`` that axis' layout and ``finish(result)`` a result with its axes back; None for
         any other block. A reduction of a ``tl.dot`` result (not a scan) takes the tensor cores'
         layout: ``data``'s last axis is in ``order`` (``lane_order.tensor_core_order``), else None."""
-        shape, axis = deferred_products.shape(input.handle), self.axis
+        shape, axis = deferred_arithmetic.shape(input.handle), self.axis
         batched = int(getattr(self, "kwshim_program_axis", False))  # batched: programs first
         whole = axis is None  # a whole block: one row, in row-major order (Triton reshapes it)
         block = (int(np.prod(shape[batched:])),) if whole else shape[batched:]
@@ -66,7 +66,7 @@ def reduction_class(cls):
             return None
         warps = 4 if special_registers.launch_warps is None else special_registers.launch_warps
         itemsize = getattr(input.handle, "kwshim_loaded_itemsize", None) or \
-            deferred_products.element_type(input.handle).itemsize
+            deferred_arithmetic.element_type(input.handle).itemsize
         layout = lane_order.blocked_layout(tuple(block), itemsize, warps)[0 if whole else axis - batched]
         order, cores = None, getattr(input.handle, "kwshim_tensor_cores", None)
         if cores is not None and not (whole or scan) and tuple(block) == tuple(cores[0]):

@@ -39,7 +39,7 @@ import functools
 
 import numpy as np
 
-from . import compiled, deferred_products
+from . import compiled, deferred_arithmetic
 from .fma import fma_chain
 
 __all__ = ["blocked_layout", "tensor_core_order", "reduce_in_lanes", "sum_of_products", "scan_in_lanes", "added",
@@ -175,7 +175,7 @@ def sum_of_products(product, layout):
     """The fp32 ``tl.sum(x * y)`` over the last axis, contracted (``reduce_in_lanes`` with
     ``product``), from the factors ``product = (x, y)`` alone, the products rounded in the compiled
     loop; None where that loop does not run (then the product's data is what ``reduce_in_lanes``
-    reads: ``deferred_products``)."""
+    reads: ``deferred_arithmetic``)."""
     x, y = product
     shape = np.broadcast_shapes(x.shape, y.shape)
     if x.dtype != np.float32 or y.dtype != np.float32:
@@ -346,10 +346,10 @@ def extremum(kind):
 def loaded_as(result, *sources):
     """``result``, a float widened from narrower ones (``x.to(tl.float32)`` of a bf16 load), marked
     with their element size: the compiler keeps the layout of the narrow load (``lane_order``)."""
-    types = [(s, deferred_products.element_type(s)) for s in sources]
+    types = [(s, deferred_arithmetic.element_type(s)) for s in sources]
     sizes = [getattr(s, "kwshim_loaded_itemsize", made.itemsize) for s, made in types
              if made is not None and made.kind in "fV"]
-    made = deferred_products.element_type(result)  # a deferred product stays deferred
+    made = deferred_arithmetic.element_type(result)  # a deferred product stays deferred
     if sizes and made is not None and min(sizes) < made.itemsize:
         result.kwshim_loaded_itemsize = min(sizes)
     return result

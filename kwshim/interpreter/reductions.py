@@ -12,7 +12,7 @@ import sys
 
 import numpy as np
 
-from . import deferred_products
+from . import deferred_arithmetic
 from .program_axis import Fallback
 
 __all__ = ["reduce_scan_entries"]
@@ -51,7 +51,7 @@ def _with_program_axis(base, native, kind):
             raise Fallback(f"a {kind} with a combine function of the kernel's own")
         axis = self.axis
         if axis is None:
-            input = tuple(tl.core.tensor(deferred_products.made_as(t.handle)(
+            input = tuple(tl.core.tensor(deferred_arithmetic.made_as(t.handle)(
                 t.handle.data.reshape(t.handle.data.shape[0], -1), t.handle.dtype), t.type) for t in input)
         self.axis = 1 if axis is None else axis + 1
         self.kwshim_program_axis = True  # the GPU's sums (gpu_builder) read a row per program
