@@ -7,7 +7,9 @@ what it closes over, and the pickle of an intrinsic or a dispatcher differs from
 Defined inside factories, the fused multiply-add ufunc and the lane-order sum compiled again in every
 process, a second or two, and added an entry to the cache each time (1,084 and 613 of them in one
 checkout). The loops compiled for one layout (``lane_sum_for_layout``) close over its four counts
-alone, which pickle the same everywhere (so do the scan's).
+alone, which pickle the same everywhere (so do the scan's). The element-wise loops of
+``deferred_arithmetic`` are made from source, one per expression form (``element_wise``): numba
+cannot cache those on disk, and each compiles once per process.
 """
 
 import numpy as np
