@@ -229,3 +229,28 @@ def test_a_select_of_a_whole_block_is_its_operand_with_the_loop_s_bits(n_cols, m
     assert torch.equal(results[0].view(torch.int32), results[1].view(torch.int32))
     batched = [shape for shape in wheres if len(shape) == 2]  # the loop's blocks are too small to look at
     assert batched == ([] if n_cols == 1024 else [(64, 1024)])
+
+
+@triton.jit
+def whole_block_sum_of_squares(x_ptr, out_ptr, ROWS: tl.constexpr, N: tl.constexpr):
+    """``tl.sum(x * x)`` with no axis: the whole block, 1-D or 2-D."""
+    pid = tl.program_id(0)
+    x = tl.load(x_ptr + pid * ROWS * N + tl.arange(0, ROWS)[:, None] * N + tl.arange(0, N)[None, :])
+    tl.store(out_ptr + pid, tl.sum(x * x))
+
+
+@pytest.mark.parametrize("rows, n", [(1, 1024), (4, 256)])
+def test_a_whole_block_sum_of_products_contracts_batched_as_in_the_loop(rows, n):
+    """A batch reshapes the block to one row a program to reduce it whole; the product keeps its
+    factors through that, so its adds contract into fmas as the loop's do (it did not: 13 of 64 sums
+    differed from the loop)."""
+    torch.manual_seed(0)
+    x = torch.randn(64, rows * n) * torch.tensor([1.0, 1e4, 1e-4])[torch.randint(0, 3, (64, rows * n))]
+    sums = []
+    for mode in ("sequential", "batched"):
+        out = torch.empty(64)
+        with kwshim.activate(grid=mode):
+            whole_block_sum_of_squares[(64,)](x, out, ROWS=rows, N=n)
+        sums.append(out)
+    assert torch.equal(sums[0].view(torch.int32), sums[1].view(torch.int32))
+    assert not torch.equal(sums[0], (x * x).sum(1))  # the order and the fmas show

@@ -51,8 +51,7 @@ def _with_program_axis(base, native, kind):
             raise Fallback(f"a {kind} with a combine function of the kernel's own")
         axis = self.axis
         if axis is None:
-            input = tuple(tl.core.tensor(deferred_arithmetic.made_as(t.handle)(
-                t.handle.data.reshape(t.handle.data.shape[0], -1), t.handle.dtype), t.type) for t in input)
+            input = tuple(tl.core.tensor(_rows_of(t.handle), t.type) for t in input)
         self.axis = 1 if axis is None else axis + 1
         self.kwshim_program_axis = True  # the GPU's sums (gpu_builder) read a row per program
         try:
@@ -71,6 +70,18 @@ def _with_program_axis(base, native, kind):
         return _block_result(ret, dtype)
 
     return type(base.__name__, (base,), {"apply_impl": apply_impl, "to_tensor": to_tensor, "__module__": __name__})
+
+
+def _rows_of(handle):
+    """``handle`` (programs, ...) as (programs, its block's elements), for a reduction of the whole
+    block; a product just computed keeps its factors, so that its sum contracts into fmas as the
+    loop's does (``gpu_reductions``)."""
+    data = handle.data
+    rows = deferred_arithmetic.made_as(handle)(data.reshape(data.shape[0], -1), handle.dtype)
+    factors = getattr(handle, "kwshim_factors", None)
+    if factors is not None:
+        rows.kwshim_factors = tuple(np.broadcast_to(f, data.shape).reshape(rows.data.shape) for f in factors)
+    return rows
 
 
 def _reduce_class(base):
