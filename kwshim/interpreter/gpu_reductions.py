@@ -93,9 +93,9 @@ def reduction_class(cls):
             if lanes is None:
                 return operation(self, input)
             arrange, layout, finish, order = lanes
-            factors = getattr(input.handle, "kwshim_factors", None)  # a product just computed: LLVM
-            product = None if factors is None or not gpu_arithmetic.fusion_enabled() else \
-                (arrange(factors[0]), arrange(factors[1]))  # contracts its adds into fmas
+            factors = getattr(input.handle, "kwshim_factors", None) if gpu_arithmetic.fusion_enabled() else None
+            product = None if factors is None else \
+                (arrange(factors[0]), arrange(factors[1]))  # a product just computed: LLVM contracts its adds
             total = None if product is None or order is not None else lane_order.sum_of_products(product, layout)
             if total is None:  # not from the factors alone: the product's data too
                 data = arrange(input.handle.data)
