@@ -12,7 +12,7 @@ import sys
 
 import numpy as np
 
-from . import deferred_arithmetic
+from . import deferred_arithmetic, gpu_arithmetic
 from .program_axis import Fallback
 
 __all__ = ["reduce_scan_entries"]
@@ -78,8 +78,8 @@ def _rows_of(handle):
     loop's does (``gpu_reductions``)."""
     data = handle.data
     rows = deferred_arithmetic.made_as(handle)(data.reshape(data.shape[0], -1), handle.dtype)
-    factors = getattr(handle, "kwshim_factors", None)
-    if factors is not None:
+    factors = getattr(handle, "kwshim_factors", None) if gpu_arithmetic.fusion_enabled() else None
+    if factors is not None:  # what a sum contracting it reads (``gpu_reductions``), only under fusion
         rows.kwshim_factors = tuple(np.broadcast_to(f, data.shape).reshape(rows.data.shape) for f in factors)
     return rows
 
