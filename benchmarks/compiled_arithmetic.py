@@ -1,8 +1,9 @@
 """The GPU's arithmetic made fast, side by side in one process against the plain NumPy code: the fused
-multiply-add compiled (numba, ``kwshim[fast]``), and ``tl.exp``/``tl.exp2`` chunk by chunk
-(``gpu_arithmetic._through_fp64``) against whole-array passes, each over 2M fp32 elements; and a
-batched launch of a kernel that multiplies, adds and exponentiates (2048 programs of 1024 fp32
-elements), with the compiled fma and without. Medians of ``--repeats`` runs, alternating; every fast
+multiply-add compiled (numba, ``kwshim[fast]``), ``tl.exp``/``tl.exp2`` chunk by chunk
+(``gpu_arithmetic._through_fp64``) against whole-array passes, and ``tl.exp`` compiled
+(``compiled_loops.ex2_of_exp``) against the chunks, each over 2M fp32 elements; and a batched launch
+of a kernel that multiplies, adds and exponentiates (2048 programs of 1024 fp32 elements), with
+``kwshim[fast]`` and with the NumPy code. Medians of ``--repeats`` runs, alternating; every fast
 result is checked bit for bit first.
 
     TRITON_INTERPRET=1 PYTHONPATH=.triton/3.9.0 .venv/bin/python benchmarks/compiled_arithmetic.py
@@ -39,8 +40,18 @@ def functions(repeats, size):
     def whole_exp2():
         return flushed(np.exp2(flushed(x).astype(np.float64)).astype(np.float32))
 
+    from kwshim.interpreter import compiled_loops
+
+    compiled_exp = compiled_loops.element_wise("ex2_of_exp(@0@)", ("full",))
+
+    def exp_compiled():
+        out = np.empty((1, x.size), np.float32)
+        compiled_exp(out, x.reshape(1, -1))
+        return out.reshape(-1)
+
     rows = [("fma (fp32), NumPy | numba", lambda: numpy_fma(a, b, c), lambda: compiled.fma_ufunc()(a, b, c)),
             ("tl.exp, whole-array | chunks", whole_exp, lambda: exp_approximation(x)),
+            ("tl.exp, chunks | compiled", lambda: exp_approximation(x), exp_compiled),
             ("tl.exp2, whole-array | chunks", whole_exp2, lambda: flushing_approximation(np.exp2, True, x))]
     print(f"{'function, ' + format(size, ',') + ' fp32 elements':40} {'plain ms':>9} {'fast ms':>9} {'ratio':>6}")
     with np.errstate(all="ignore"):
@@ -69,11 +80,12 @@ def launch(repeats, rows):
 
     globals()["fused_exp"] = fused_exp  # Triton's interpreter reads triton.language from the function's globals
     x, y = torch.randn(rows, 1024), torch.randn(rows, 1024)
-    makers = {name: getattr(compiled, name) for name in ("fma_ufunc",)}
+    makers = {name: getattr(compiled, name) for name in ("fma_ufunc", "engine")}
+    without = {"fma_ufunc": lambda: None, "engine": lambda: "numpy"}  # the NumPy code everywhere
 
     def run(engine):
         for name, make in makers.items():
-            setattr(compiled, name, make if engine == "numba" else (lambda: None))
+            setattr(compiled, name, make if engine == "numba" else without[name])
         out = torch.empty(rows, 1024)
         fused_exp[(rows,)](x, y, out, N=1024)
         return out

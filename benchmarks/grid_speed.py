@@ -134,15 +134,16 @@ def _alternating(runs, *measures):
 @contextlib.contextmanager
 def _without_fast():
     """The NumPy code where ``kwshim[fast]`` would compile (the fused multiply-add, fp32 lane-order
-    sums and cumsums): the same bits."""
+    sums and cumsums, element-wise expressions): the same bits."""
     from kwshim.interpreter import compiled
 
-    made = compiled.fma_ufunc, compiled.lane_sum_kernel, compiled.lane_scan_kernel
+    made = compiled.fma_ufunc, compiled.lane_sum_kernel, compiled.lane_scan_kernel, compiled.engine
     compiled.fma_ufunc = compiled.lane_sum_kernel = compiled.lane_scan_kernel = lambda: None
+    compiled.engine = lambda: "numpy"  # what deferred_arithmetic asks
     try:
         yield
     finally:
-        compiled.fma_ufunc, compiled.lane_sum_kernel, compiled.lane_scan_kernel = made
+        compiled.fma_ufunc, compiled.lane_sum_kernel, compiled.lane_scan_kernel, compiled.engine = made
 
 
 def _floor_seconds(floors, inputs):

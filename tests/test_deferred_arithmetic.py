@@ -9,6 +9,7 @@ import triton
 import triton.language as tl
 
 from kwshim.interpreter import compiled, deferred_arithmetic
+from kwshim.interpreter import programs as grid_module
 
 from .kernels import needs_block_loads
 from .test_programs import _both, _same_bits, batching
@@ -153,6 +154,81 @@ def test_a_chain_of_operations_is_one_pass_with_the_bits_of_numpy_s_operations(m
     looped, batched = _both(swiglu, (ROWS,), lambda: (a, b, torch.empty(ROWS, N)), N=N)
     _same_bits(looped, batched)
     assert passes and not any(nan for _, nan in passes)  # every chain compiled, none computed again
+
+
+@triton.jit
+def exponentials(x_ptr, y_ptr, out_ptr, powers_ptr, N: tl.constexpr):
+    """Softmax's numerator, and a product's ``tl.exp2`` (where the release has it): each an
+    expression through the ``ex2.approx`` model."""
+    pid = tl.program_id(0)
+    offs = pid * N + tl.arange(0, N)
+    x, y = tl.load(x_ptr + offs), tl.load(y_ptr + offs)
+    tl.store(out_ptr + offs, tl.exp(x - tl.max(x, axis=0)) * y)
+    if HAS_EXP2:
+        tl.store(powers_ptr + offs, tl.exp2(y * 0.5 - x))
+
+
+HAS_EXP2 = tl.constexpr(hasattr(tl, "exp2"))
+
+
+@batching
+@needs_block_loads
+def test_exp_and_exp2_join_the_expression_and_keep_the_loop_s_bits(monkeypatch):
+    """``tl.exp`` and ``tl.exp2`` of a large block are operations of its expression (one compiled
+    loop, where numba is): the bits of NumPy's code and of the loop, over overflow, underflow to
+    subnormals and zero, and infinities; a row holding a NaN, or the one fp32 tie of ``exp2``
+    (``2 ** -150``), computes its batch's expression in NumPy."""
+    torch.manual_seed(0)
+    x, y = torch.randn(ROWS, N) * 40, torch.randn(ROWS, N) * 100
+    x[0, :4] = torch.tensor([float("inf"), -float("inf"), 1e-45, -1e-45])
+    x[1, :2] = torch.tensor([150.0, 149.5])  # exp2(-150): the tie; exp2(-149.5): subnormal, flushed
+    y[1, :2] = torch.tensor([0.0, 0.0])
+    passes, compiled_pass = [], deferred_arithmetic._compiled_pass
+
+    def counted(expression):
+        result, nan = compiled_pass(expression)
+        passes.append((expression.tree[0], nan))
+        return result, nan
+
+    def launch():
+        return _both(exponentials, (ROWS,), lambda: (x, y, torch.empty(ROWS, N), torch.empty(ROWS, N)), N=N)
+
+    monkeypatch.setattr(deferred_arithmetic, "_compiled_pass", counted)
+    looped, fast = launch()
+    _same_bits(looped, fast)
+    assert torch.isnan(fast[2][0, 0]) and (fast[2] == 0).any()  # row 0: inf - its max (inf) is NaN
+    if HAS_EXP2:
+        assert torch.isinf(fast[3]).any() and (fast[3] == 0).any() and (fast[3][1, :2] == 0).all()
+    if compiled.engine() == "numba":
+        assert ("mul", False) in passes and ("exp2" in str(passes)) == bool(HAS_EXP2)
+        assert ("exp2", True) in passes if HAS_EXP2 else True  # the tie: NumPy's code computes that batch
+    with monkeypatch.context() as patch:
+        patch.setattr(compiled, "engine", lambda: "numpy")
+        _, in_numpy = launch()
+    _same_bits(in_numpy, fast)
+
+
+@triton.jit
+def divide(x_ptr, y_ptr, out_ptr, N: tl.constexpr):
+    pid = tl.program_id(0)
+    offs = pid * N + tl.arange(0, N)
+    x, y = tl.load(x_ptr + offs), tl.load(y_ptr + offs)
+    tl.store(out_ptr + offs, (x + 1) / (y * 2))
+
+
+@batching
+@needs_block_loads
+def test_a_division_by_zero_in_a_compiled_expression_is_ieee_s_and_batched():
+    """``x / 0`` is inf and ``0 / 0`` NaN in the compiled loop, as in NumPy; it raised Python's
+    ``ZeroDivisionError`` there (numba's default error model), which sent the launch to the loop."""
+    x, y, _ = _operands()
+    y[3, :3] = 0.0
+    x[3, 2] = -1.0  # (x + 1) / 0 = 0 / 0
+    grid_module.forget(divide.fn)
+    looped, batched = _both(divide, (ROWS,), lambda: (x, y, torch.empty(ROWS, N)), N=N)
+    _same_bits_or_both_nan(looped, batched)
+    assert torch.isinf(batched[2][3, :2]).all() and torch.isnan(batched[2][3, 2])
+    assert grid_module.fallback_reasons().get(divide.fn.__qualname__) is None
 
 
 def test_a_deferred_handle_knows_its_shape_and_type_and_computes_once():

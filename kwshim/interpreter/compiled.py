@@ -5,9 +5,12 @@ midpoints where two roundings differ: 40-70 times a plain ``x * y + z``. The CPU
 ``llvm.fma`` is IEEE's fused multiply-add (the ``vfmadd`` instruction, or the C library's
 ``fma``/``fmaf`` where the CPU has none), the same function as the GPU's ``fma.rn``.
 
-The ``ex2.approx`` models (``tl.exp``, ``tl.exp2``) had compiled loops here too; they called the C
-library's scalar ``exp2`` per element, and NumPy's own SIMD ``exp2`` over cache-sized chunks
-(``gpu_arithmetic._through_fp64``) is three times faster than that, so NumPy computes them always.
+The ``ex2.approx`` models (``tl.exp``, ``tl.exp2``: ``exp2`` in fp64 rounded to fp32) are compiled
+too, as operations of ``deferred_arithmetic``'s expressions (``compiled_loops.ex2``): a polynomial
+in fp64, not the C library's scalar ``exp2`` (three times slower than NumPy's own SIMD ``exp2`` over
+cache-sized chunks, ``gpu_arithmetic._through_fp64``), so that LLVM computes many elements at once.
+It rounds as NumPy does, or says it is not sure (41 of the 2 ** 32 fp32 inputs), and NumPy's code
+computes that expression.
 
 Why numba: it installs as a wheel on Linux, macOS and Windows for every CPython kwshim supports
 (3.9 through 3.13), with no compiler on the user's machine; its ``vectorize`` makes NumPy ufuncs, so

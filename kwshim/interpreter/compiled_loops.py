@@ -12,11 +12,17 @@ alone, which pickle the same everywhere (so do the scan's). The element-wise loo
 cannot cache those on disk, and each compiles once per process.
 """
 
+import math
+
 import numpy as np
-from numba import njit, vectorize
+from llvmlite import ir
+from numba import njit, types, vectorize
 from numba.extending import intrinsic
 
-__all__ = ["fused", "fma", "lane_sum", "lane_sum_for_layout", "lane_scan", "lane_scan_for_layout", "element_wise"]
+from .compiled import LOG2_E, SMALLEST_NORMAL
+
+__all__ = ["fused", "fma", "ex2", "ex2_of_exp", "ex2_flushed", "lane_sum", "lane_sum_for_layout", "lane_scan",
+           "lane_scan_for_layout", "element_wise"]
 
 
 @intrinsic
@@ -25,6 +31,76 @@ def fused(typingctx, a, b, c):
     def codegen(context, builder, signature, args):
         return builder.fma(*args)
     return a(a, b, c), codegen
+
+
+@intrinsic
+def _power_of_two(typingctx, n):
+    """``2.0 ** n`` in fp64 from its bits, for an int64 ``n`` among fp64's normal exponents: no call,
+    so that LLVM computes many at once (``math.ldexp`` is the C library's, one at a time)."""
+    def codegen(context, builder, signature, args):
+        biased = builder.add(args[0], ir.Constant(ir.IntType(64), 1023))
+        return builder.bitcast(builder.shl(biased, ir.Constant(ir.IntType(64), 52)), ir.DoubleType())
+    return types.float64(types.int64), codegen
+
+
+#: ``2 ** f`` for ``|f| <= 1/2``: Taylor's coefficients ``ln(2) ** k / k!`` to degree 13, whose
+#: remainder is below ``2 ** -57`` of the result; the fmas of Horner's rule add about 2 ulps.
+(_E0, _E1, _E2, _E3, _E4, _E5, _E6, _E7, _E8, _E9, _E10, _E11, _E12, _E13) = (
+    math.log(2.0) ** k / math.factorial(k) for k in range(14))
+#: The margin, relative, within which ``ex2`` calls its fp64 value too close to an fp32 rounding
+#: boundary to round as NumPy's ``exp2`` would: 16-32 fp64 ulps, both errors (this one's, and the
+#: C library's or SVML's within 4) inside it. Over all 2 ** 32 fp32 inputs, 41 fall within it.
+_BELOW, _ABOVE = 1.0 - 2.0 ** -48, 1.0 + 2.0 ** -48
+_UNSURE = np.float32(np.nan)
+
+
+@njit(inline="always")
+def ex2(x):
+    """The ``ex2.approx`` model of an fp32 ``x`` (``gpu_arithmetic.exp2_approximation`` before any
+    flush: ``exp2`` in fp64, rounded to fp32), or NaN where that rounding is not sure. ``2 ** x`` is
+    ``2 ** n * 2 ** f`` for the nearest integer ``n`` (exact, from its bits) and ``f = x - n`` (exact),
+    ``2 ** f`` a polynomial: all arithmetic, so LLVM computes many elements at once. The value rounds
+    to fp32 as NumPy's own fp64 ``exp2`` does wherever rounding both ends of the margin around it
+    (``_BELOW``, ``_ABOVE``) gives one answer: else NaN, which sends the expression to NumPy
+    (``deferred_arithmetic``). Checked over every fp32 input (``benchmarks/ex2_exhaustive.py``)."""
+    wide = np.float64(x)
+    if wide > 200.0:  # 2 ** 200 is inf in fp32, 2 ** -200 zero; NaN compares false and stays
+        wide = 200.0
+    elif wide < -200.0:
+        wide = -200.0
+    whole = np.rint(wide) if wide == wide else 0.0
+    f = wide - whole
+    p = fused(f, _E13, _E12)
+    p = fused(f, p, _E11)
+    p = fused(f, p, _E10)
+    p = fused(f, p, _E9)
+    p = fused(f, p, _E8)
+    p = fused(f, p, _E7)
+    p = fused(f, p, _E6)
+    p = fused(f, p, _E5)
+    p = fused(f, p, _E4)
+    p = fused(f, p, _E3)
+    p = fused(f, p, _E2)
+    p = fused(f, p, _E1)
+    p = fused(f, p, _E0)
+    value = p * _power_of_two(np.int64(whole))
+    rounded = np.float32(value)
+    return rounded if np.float32(value * _BELOW) == np.float32(value * _ABOVE) else _UNSURE
+
+
+@njit(inline="always")
+def ex2_of_exp(x):
+    """``tl.exp``'s model: ``ex2`` of ``x * log2(e)``, the product rounded to fp32
+    (``gpu_arithmetic.exp_approximation``)."""
+    return ex2(x * LOG2_E)
+
+
+@njit(inline="always")
+def ex2_flushed(x):
+    """``tl.exp2``'s model, ``ex2.approx.ftz``: ``ex2``, subnormal results zeros
+    (``gpu_arithmetic.exp2_approximation``)."""
+    value = ex2(x)
+    return np.float32(0.0) if value < SMALLEST_NORMAL else value
 
 
 @vectorize(["float32(float32, float32, float32)", "float64(float64, float64, float64)"], cache=True)
@@ -189,12 +265,15 @@ def lane_scan_for_layout(repeats, warps, lanes, per_thread):
 
 def element_wise(expression, kinds):
     """``kernel(out, a0, a1, ...)``: ``out`` (rows, n) filled with ``expression`` (whether a NaN was
-    made, returned), Python source of
-    ``+``, ``-``, ``*``, ``/``, ``fused`` and ``zero`` on the operands ``a0``, ``a1``, ... each of
+    made, returned), Python source of ``+``, ``-``, ``*``, ``/``, ``fused``, ``ex2_of_exp``,
+    ``ex2_flushed`` and ``zero`` on the operands ``a0``, ``a1``, ... each of
     its ``kinds``: ``"full"`` (rows, n), ``"rows"`` (one value a row), ``"columns"`` (one a column)
     or ``"scalar"``; arrays C-contiguous, so that LLVM adds a row's elements many at once. Each
     operation on fp32 values, rounded to fp32: numba keeps fp32 arithmetic in fp32 and contracts
-    nothing without fast-math (``deferred_arithmetic``). Made from source, so numba cannot cache it
+    nothing without fast-math (``deferred_arithmetic``). NumPy's error model: a division by zero is
+    IEEE's inf or NaN, with no branch (Python's, numba's default, raised ``ZeroDivisionError``, and
+    its check kept LLVM from computing many elements at once: 16 ms for swiglu's ``b / (1 +
+    exp(-a))`` over 2M elements, 2.1 ms without). Made from source, so numba cannot cache it
     on disk: 0.1-0.3 s, once per form and process."""
     reads = {"full": "a{}[i, j]", "rows": "a{}[i]", "columns": "a{}[j]", "scalar": "a{}"}
     for number, kind in enumerate(kinds):
@@ -208,6 +287,6 @@ def element_wise(expression, kinds):
               f"            out[i, j] = value\n"
               f"            nan |= value != value\n"
               f"    return nan\n")
-    namespace = {"fused": fused, "zero": np.float32(0)}
+    namespace = {"fused": fused, "zero": np.float32(0), "ex2_of_exp": ex2_of_exp, "ex2_flushed": ex2_flushed}
     exec(source, namespace)  # kwshim's own source, made from an expression's form
-    return njit(namespace["kernel"])
+    return njit(error_model="numpy")(namespace["kernel"])

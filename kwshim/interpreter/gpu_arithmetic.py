@@ -22,7 +22,9 @@ class); 2-D blocks, fp32 sums and prefix sums keep NumPy's order. Not modelled t
 
 Where numba is installed, the fused multiply-add of large blocks runs as a compiled loop
 (``compiled``), with the NumPy code's bits. The transcendentals are NumPy's fp64 functions (SIMD where
-the CPU has it) over cache-sized chunks (``_through_fp64``), faster than a compiled scalar loop.
+the CPU has it) over cache-sized chunks (``_through_fp64``), faster than a compiled loop calling the
+C library's scalar functions; ``tl.exp`` and ``tl.exp2`` of large blocks join the block's expression
+(``deferred_arithmetic``), whose compiled loop computes them as a polynomial with NumPy's bits.
 
 ``ieee`` numerics leave all of this out (``gpu_builder`` alone). libdevice reads the class's
 ``kwshim_gpu_arithmetic`` to read fp32 subnormal arguments as zeros, as the GPU's libdevice does.
@@ -286,12 +288,16 @@ def arithmetic_class(base):
             return TensorHandle(_chunked_dot(a_data, b_data, d.data, step, accumulator), d.dtype.scalar)
 
         def create_exp(self, arg):  # ex2.approx of x * log2(e), the product rounded to fp32 first
+            if deferred_arithmetic.chainable(arg):
+                return deferred_arithmetic.deferred("exp", arg, scalar=arg.dtype.scalar)
             if arg.data.dtype != np.float32:
                 return base.create_exp(self, arg)
             with np.errstate(over="ignore", invalid="ignore"):
                 return lane_order.keeps_layout(TensorHandle(exp_approximation(arg.data), arg.dtype.scalar), arg)
 
         def create_exp2(self, arg):  # ex2.approx.ftz
+            if deferred_arithmetic.chainable(arg):
+                return deferred_arithmetic.deferred("exp2", arg, scalar=arg.dtype.scalar)
             if arg.data.dtype != np.float32:
                 return base.create_exp2(self, arg)
             with np.errstate(over="ignore", invalid="ignore"):
