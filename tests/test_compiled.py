@@ -116,6 +116,39 @@ def test_the_compiled_ex2_models_round_as_numpy_or_say_they_are_not_sure():
             assert np.isnan(tie_out[0, 0])  # 2 ** -150: the midpoint, which fp64's exp2 gives exactly
 
 
+_LOOP_IN_A_PROCESS = """
+import json
+import numpy as np
+from kwshim.interpreter import compiled_loops
+kernel = compiled_loops.element_wise("(ex2_of_exp((@0@ - @1@)) * @2@)", ("full", "rows", "scalar"))
+out = np.empty((2, 3), np.float32)
+kernel(out, np.arange(6, dtype=np.float32).reshape(2, 3), np.ones(2, np.float32), np.float32(2))
+print(json.dumps([sum(kernel.stats.cache_hits.values()), sum(kernel.stats.cache_misses.values()), out.tolist()]))
+"""
+
+
+@numba_installed
+def test_an_element_wise_loop_compiles_once_and_loads_from_numba_s_disk_cache_after(tmp_path):
+    """The loop of an expression's form is written to a module of its own, which numba caches: a
+    second process loads it (a cache hit, no compile), and computes the same."""
+    import json
+    import subprocess
+    import sys
+
+    from ._subprocess import environment
+
+    env = environment(NUMBA_CACHE_DIR=str(tmp_path))
+    runs = [subprocess.run([sys.executable, "-c", _LOOP_IN_A_PROCESS], env=env, capture_output=True, text=True,
+                           timeout=300) for _ in range(2)]
+    assert all(run.returncode == 0 for run in runs), runs[-1].stderr[-2000:]
+    (hits, misses, first), (hits_again, misses_again, second) = (json.loads(run.stdout.splitlines()[-1])
+                                                                 for run in runs)
+    assert (hits, misses) == (0, 1) and (hits_again, misses_again) == (1, 0)
+    expected = np.float32(np.exp2(np.float64(np.float32(-1.0) * compiled.LOG2_E))) * np.float32(2)
+    assert first == second and np.float32(first[0][0]) == expected  # exp(0 - 1) * 2
+    assert len(list((tmp_path / "kwshim_loops").glob("kwshim_loop_*.py"))) == 1
+
+
 def test_exp_and_exp2_chunk_by_chunk_give_whole_array_passes_bits_and_the_c_librarys():
     """The chunks (``_through_fp64``) change nothing: every block size around a chunk's edge, strided
     and broadcast blocks, 4M bit patterns; ``tl.exp2`` without the input flush gives the flushed

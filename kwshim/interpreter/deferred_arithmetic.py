@@ -11,7 +11,8 @@ Here fp32 ``+``, ``-``, ``*``, ``/``, negation, the fmas they contract into, and
 make a handle (``deferred``) that holds an expression: its operands' arrays (the leaves) and the
 operations. Reading its ``data`` computes the expression: with ``kwshim[fast]``, where it holds two
 operations or more (or an exponential), as one compiled loop over the block (made for the
-expression's form, 0.1-0.3 s once per process), else operation by operation in NumPy.
+expression's form, 0.1-0.4 s once per machine: numba's disk cache keeps it), else operation by
+operation in NumPy.
 Each operation is the builder's own, so the bits are: NumPy's ``add``, ``subtract``, ``multiply``
 and ``divide`` (IEEE's, each rounded to fp32), the fma rounded once, the GPU's negation as ``0 - x``
 (``gpu_builder``). A NaN's sign and payload are not IEEE's to fix, and a compiler may rewrite an
@@ -205,8 +206,8 @@ def _source(tree):
 
 @functools.lru_cache(maxsize=512)
 def _compiled(tree, kinds):
-    """A compiled loop computing ``tree`` (``compiled_loops.element_wise``), once per form and
-    process: each operation on fp32 values, rounded to fp32, as NumPy's."""
+    """A compiled loop computing ``tree`` (``compiled_loops.element_wise``), made once per form and
+    process (compiled once per machine): each operation on fp32 values, rounded to fp32, as NumPy's."""
     from . import compiled_loops
 
     return compiled_loops.element_wise(_source(tree), kinds)
