@@ -192,6 +192,33 @@ def test_a_reinterpreted_device_tensor_reaches_the_kernel_as_its_memory():
             ones_as_int[(1,)](triton.reinterpret(torch.zeros(4), tl.int32), BLOCK=4)
 
 
+def test_half_precision_log_softmax_rounds_once_as_cuda_with_the_h200_s_bits(device):
+    """``parity/half_log_softmax.py`` on the H200: the device's bf16/fp16 ``log_softmax`` computes in
+    fp32 and rounds once, as CUDA's kernel: the H200's bits in every element, where torch's CPU build
+    differs in about a tenth; ``softmax`` and the bf16 cross entropy's gradient (``exp`` of the
+    log-probabilities) too. ``half_to_float`` gives the fp32 result unrounded."""
+    import json
+    import os
+
+    from parity import half_log_softmax
+
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    with open(os.path.join(root, "parity", "half_log_softmax_h200.json")) as recorded:
+        answers = json.load(recorded)["answers"]
+    for index, case in enumerate(half_log_softmax.CASES):
+        x, target = half_log_softmax.inputs(torch, case, index)
+        on_cpu = half_log_softmax.compute(torch, case, x, target)  # kwshim leaves the CPU's own tensors alone
+        on_device = half_log_softmax.compute(torch, case, x.cuda(), target.cuda())
+        assert on_device.device.type == "cuda" and on_device.dtype == x.dtype
+        h200 = half_log_softmax.patterns(torch, answers[index]["bits"])
+        assert torch.equal(on_device.cpu().reshape(-1).view(torch.int16), h200), case
+        if case[0] == "log_softmax":
+            assert (on_cpu.reshape(-1).view(torch.int16) != h200).float().mean() > 0.05  # the CPU's rounds twice
+    x = half_log_softmax.inputs(torch, half_log_softmax.CASES[0], 0)[0]
+    widened = torch.ops.aten._log_softmax.default(x.cuda(), 1, True)
+    assert widened.dtype == torch.float32 and torch.equal(widened.cpu(), torch.log_softmax(x.float(), 1))
+
+
 def test_a_matmul_with_out_dtype_runs_on_the_device_as_on_cuda(device):
     a, b = torch.randn(4, 8, dtype=torch.bfloat16), torch.randn(8, 3, dtype=torch.bfloat16)
     with pytest.raises((NotImplementedError, RuntimeError, TypeError)):  # torch's CPU build has no such kernel
