@@ -108,9 +108,9 @@ def _half_matmuls():
 def _half_log_softmax(x, dim, half_to_float):
     """CUDA's ``log_softmax`` of bf16 or fp16 rows: ``x - max - log(sum(exp(x - max)))`` in fp32,
     rounded once. torch's CPU build rounds twice, 11% of the elements an ulp away (0.0625 for a
-    vocabulary's log-probabilities in bf16), and a bf16 cross entropy's gradient, ``exp`` of them, up
-    to 6% from the exact one: Liger's bf16 cross entropy tests failed their 5% here, and pass on the
-    H200. Measured on the H200 (``parity/half_log_softmax.py``)."""
+    vocabulary's log-probabilities in bf16), and so a bf16 cross entropy's gradient, ``exp`` of
+    them: Liger's bf16 cross entropy tests failed their 5% here, and pass on the H200. Measured on
+    the H200 (``parity/half_log_softmax.py``)."""
     result = _aten._log_softmax.default(x.float(), dim, False)
     return result if half_to_float else result.to(x.dtype)
 
