@@ -4,6 +4,7 @@ random and tie-heavy operands and on the edges, and a kernel stores the same bit
 library's scalar ``exp2``."""
 
 import math
+import sys
 
 import pytest
 import torch
@@ -147,6 +148,17 @@ def test_an_element_wise_loop_compiles_once_and_loads_from_numba_s_disk_cache_af
     expected = np.float32(np.exp2(np.float64(np.float32(-1.0) * compiled.LOG2_E))) * np.float32(2)
     assert first == second and np.float32(first[0][0]) == expected  # exp(0 - 1) * 2
     assert len(list((tmp_path / "kwshim_loops").glob("kwshim_loop_*.py"))) == 1
+
+
+@numba_installed
+def test_where_no_directory_can_be_written_an_element_wise_loop_is_made_in_memory(monkeypatch):
+    from kwshim.interpreter import compiled_loops
+
+    monkeypatch.setattr(compiled_loops, "_loops_directory", lambda: None)
+    kernel = compiled_loops.element_wise("(@0@ / @1@)", ("full", "scalar"))
+    out = np.empty((1, 3), np.float32)
+    assert kernel(out, np.array([[1.0, -1.0, 0.0]], np.float32), np.float32(0))  # 0 / 0 made a NaN
+    assert out[0, :2].tolist() == [np.inf, -np.inf] and np.isnan(out[0, 2]) and kernel.__module__ not in sys.modules
 
 
 def test_exp_and_exp2_chunk_by_chunk_give_whole_array_passes_bits_and_the_c_librarys():

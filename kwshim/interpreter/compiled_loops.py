@@ -18,6 +18,7 @@ import importlib.util
 import math
 import os
 import sys
+import threading
 import types as types_module
 
 import numpy as np
@@ -315,7 +316,7 @@ def _module_of(source):
         path = os.path.join(directory, name + ".py")
         try:
             if not os.path.exists(path):  # written whole, then renamed: another process reads all or none
-                partial = f"{path}.{os.getpid()}.partial"
+                partial = f"{path}.{os.getpid()}.{threading.get_ident()}.partial"
                 with open(partial, "w") as file:
                     file.write(text)
                 os.replace(partial, path)
@@ -327,7 +328,7 @@ def _module_of(source):
         except OSError:
             pass
     module = types_module.ModuleType(name)
-    exec(text, module.__dict__)  # kwshim's own source, made from an expression's form
+    exec(text.replace(", cache=True", ""), module.__dict__)  # kwshim's own source, from an expression's form
     return module
 
 
