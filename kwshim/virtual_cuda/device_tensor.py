@@ -135,8 +135,8 @@ def _summed_as_a_tree(op):
 
 
 #: fp32 operations whose sums CUDA adds as a tree, computed here in fp64 and rounded once
-_FP32_SUMS = {op: _summed_as_a_tree(op) for op in (_aten._log_softmax_backward_data.default,
-                                                  _aten._softmax_backward_data.default)}
+_FP32_SUMS = {op: _summed_as_a_tree(op)
+              for op in (_aten._log_softmax_backward_data.default, _aten._softmax_backward_data.default)}
 
 
 def _host_operand(args, kwargs):
