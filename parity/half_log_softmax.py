@@ -8,9 +8,10 @@ results to these bits (``parity/half_log_softmax_h200.json``).
     python -m parity.half_log_softmax > parity/half_log_softmax_h200.json   # on a GPU
 """
 
-import base64
 import json
 import sys
+
+from parity import packed_bits, unpacked_bits
 
 #: (operation, dtype, rows, columns): short rows (a warp's kernel), long ones (a block's), a vocabulary
 CASES = [
@@ -43,17 +44,15 @@ def compute(torch, case, x, target):
 
 
 def bits(tensor):
-    """The result's 16-bit patterns, base64 of their little-endian bytes."""
+    """The result's 16-bit patterns, packed (``parity.packed_bits``)."""
     import torch
 
-    return base64.b64encode(tensor.detach().cpu().contiguous().reshape(-1).view(torch.int16).numpy().tobytes()).decode()
+    return packed_bits(tensor, torch.int16)
 
 
 def patterns(torch, text):
     """``bits``' text as an int16 tensor."""
-    import numpy as np
-
-    return torch.from_numpy(np.frombuffer(base64.b64decode(text), dtype="<i2").copy())
+    return unpacked_bits(torch, text, torch.int16)
 
 
 def main():

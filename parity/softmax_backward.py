@@ -9,9 +9,10 @@ architecture and torch kernels, on 2026-12-05 when no H200 was lent).
     python -m parity.softmax_backward > parity/softmax_backward_h100.json   # on a GPU
 """
 
-import base64
 import json
 import sys
+
+from parity import packed_bits, unpacked_bits
 
 #: (operation, gradient, rows, columns): a label-smoothed cross entropy's gradient (every class
 #: ``-eps / V``, the target ``-(1 - eps)`` more), and random ones
@@ -48,17 +49,15 @@ def compute(torch, case, grad, output):
 
 
 def bits(tensor):
-    """The result's 32-bit patterns, base64 of their little-endian bytes."""
+    """The result's 32-bit patterns, packed (``parity.packed_bits``)."""
     import torch
 
-    return base64.b64encode(tensor.detach().cpu().contiguous().reshape(-1).view(torch.int32).numpy().tobytes()).decode()
+    return packed_bits(tensor, torch.int32)
 
 
 def patterns(torch, text):
     """``bits``' text as an int32 tensor."""
-    import numpy as np
-
-    return torch.from_numpy(np.frombuffer(base64.b64decode(text), dtype="<i4").copy())
+    return unpacked_bits(torch, text, torch.int32)
 
 
 def main():

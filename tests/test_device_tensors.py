@@ -192,19 +192,24 @@ def test_a_reinterpreted_device_tensor_reaches_the_kernel_as_its_memory():
             ones_as_int[(1,)](triton.reinterpret(torch.zeros(4), tl.int32), BLOCK=4)
 
 
+def _recorded(name):
+    """The answers of ``parity/<name>``, a GPU's record."""
+    import json
+    import os
+
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    with open(os.path.join(root, "parity", name)) as recorded:
+        return json.load(recorded)["answers"]
+
+
 def test_half_precision_log_softmax_rounds_once_as_cuda_with_the_h200_s_bits(device):
     """``parity/half_log_softmax.py`` on the H200: the device's bf16/fp16 ``log_softmax`` computes in
     fp32 and rounds once, as CUDA's kernel: the H200's bits in every element, where torch's CPU build
     differs in about a tenth; ``softmax`` and the bf16 cross entropy's gradient (``exp`` of the
     log-probabilities) too. ``half_to_float`` gives the fp32 result unrounded."""
-    import json
-    import os
-
     from parity import half_log_softmax
 
-    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    with open(os.path.join(root, "parity", "half_log_softmax_h200.json")) as recorded:
-        answers = json.load(recorded)["answers"]
+    answers = _recorded("half_log_softmax_h200.json")
     for index, case in enumerate(half_log_softmax.CASES):
         x, target = half_log_softmax.inputs(torch, case, index)
         on_cpu = half_log_softmax.compute(torch, case, x, target)  # kwshim leaves the CPU's own tensors alone
@@ -233,14 +238,9 @@ def test_fp32_softmax_backwards_sum_their_rows_as_exactly_as_cuda(device):
     fp32 sum is not exact either, so the bits are not all its), where torch's CPU build, adding in
     one chain per SIMD lane, is 4 away; a label-smoothed cross entropy's gradient a median 1 ulp
     from the GPU's, where the CPU's is a hundred."""
-    import json
-    import os
-
     from parity import softmax_backward
 
-    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    with open(os.path.join(root, "parity", "softmax_backward_h100.json")) as recorded:
-        answers = json.load(recorded)["answers"]
+    answers = _recorded("softmax_backward_h100.json")
     for index, case in enumerate(softmax_backward.CASES):
         grad, output = softmax_backward.inputs(torch, case, index)
         on_cpu = softmax_backward.compute(torch, case, grad, output)  # kwshim leaves the CPU's own tensors alone
@@ -273,14 +273,9 @@ def test_half_precision_matmuls_sum_in_fp32_and_round_once_as_cublas(device):
     """``parity/half_matmul.py`` on the H200: the device's bf16/fp16 ``mm``, ``addmm`` and ``bmm``
     round an fp32 sum once, as cuBLAS, and agree with the H200's bits in at least as many elements as
     torch's CPU path does (which, for a row-major second operand, is a scalar loop 60x slower)."""
-    import json
-    import os
-
     from parity import half_matmul
 
-    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    with open(os.path.join(root, "parity", "half_matmul_h200.json")) as recorded:
-        answers = json.load(recorded)["answers"]
+    answers = _recorded("half_matmul_h200.json")
     for index, case in enumerate(half_matmul.CASES):
         a, b, c = half_matmul.inputs(torch, case, index)
         on_cpu = half_matmul.compute(torch, case, a, b, c)  # kwshim leaves the CPU's own tensors alone
