@@ -1,12 +1,11 @@
-"""torch's fp32 softmax backwards on an sm_90 GPU (``_log_softmax_backward_data``: ``grad -
-exp(output) * sum(grad)``; ``_softmax_backward_data``: ``output * (grad - sum(grad * output))``), on
-inputs made on the CPU (the same on every machine): the bits of each result. CUDA adds a row's sum
-as a tree over a block's threads; torch's CPU build in 8 or 16 long chains, one per SIMD lane, which
-over a 32000-wide row is 1e-5 from the exact sum. ``tests/test_device_tensors.py`` holds the
-device's results near these (``parity/softmax_backward_h100.json``: measured on an H100, the H200's
-architecture and torch kernels, on 2026-12-05 when no H200 was lent).
+"""torch's fp32 softmax backwards on the H200 (``_log_softmax_backward_data``: ``grad - exp(output) *
+sum(grad)``; ``_softmax_backward_data``: ``output * (grad - sum(grad * output))``), on inputs made on
+the CPU (the same on every machine): the bits of each result (an H100 gave the same bits). CUDA adds
+a row's sum as a tree over a block's threads; torch's CPU build in 8 or 16 long chains, one per
+SIMD lane, which over a 32000-wide row is 1e-5 from the exact sum. ``tests/test_device_tensors.py``
+holds the device's results near these (``parity/softmax_backward_h200.json``).
 
-    python -m parity.softmax_backward > parity/softmax_backward_h100.json   # on a GPU
+    python -m parity.softmax_backward > parity/softmax_backward_h200.json   # on a GPU
 """
 
 import json

@@ -232,7 +232,7 @@ def _ulps(a, b):
 
 
 def test_fp32_softmax_backwards_sum_their_rows_as_exactly_as_cuda(device):
-    """``parity/softmax_backward.py`` on an sm_90 GPU: the device's fp32 ``_log_softmax_backward_data``
+    """``parity/softmax_backward.py`` on the H200: the device's fp32 ``_log_softmax_backward_data``
     and ``_softmax_backward_data`` (a cross entropy's and a softmax's gradient) sum each row as
     nearly exactly as CUDA's tree: every element within one ulp of its row's largest (the GPU's
     fp32 sum is not exact either, so the bits are not all its), where torch's CPU build, adding in
@@ -240,7 +240,7 @@ def test_fp32_softmax_backwards_sum_their_rows_as_exactly_as_cuda(device):
     from the GPU's, where the CPU's is a hundred."""
     from parity import softmax_backward
 
-    answers = _recorded("softmax_backward_h100.json")
+    answers = _recorded("softmax_backward_h200.json")
     for index, case in enumerate(softmax_backward.CASES):
         grad, output = softmax_backward.inputs(torch, case, index)
         on_cpu = softmax_backward.compute(torch, case, grad, output)  # kwshim leaves the CPU's own tensors alone

@@ -127,8 +127,8 @@ def _summed_as_a_tree(op):
     computed in fp64 and rounded once. torch's CPU build adds a row in 8 or 16 long chains, one per
     SIMD lane: over a 32000-wide row a label-smoothed cross entropy's gradient came out a median
     1.7e-5 from the exact one, which Liger's fp32 cross entropy tests (1e-6, 1e-5) fail and the
-    H200 passes. Measured on an H100, the H200's kernels (``parity/softmax_backward.py``): within one
-    ulp of each row's largest element of the GPU's, where the CPU's was 4 away."""
+    H200 passes. Measured on the H200 (``parity/softmax_backward.py``): within one ulp of each row's
+    largest element of its result, where the CPU's was 4 away."""
     def compute(grad_output, output, dim, input_dtype):
         return op(grad_output.double(), output.double(), dim, torch.float64).float()
     return compute
