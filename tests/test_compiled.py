@@ -319,3 +319,32 @@ def test_the_compiled_lane_scan_adds_as_the_numpy_lane_order(monkeypatch):
         assert compiled.lane_scan_for(x.size) is not compiled.lane_scan_kernel()
         for_layout = lane_order.scan_in_lanes(x, layout, lane_order.added(np.float32))
         assert (for_layout.view(np.int32) == in_numpy.view(np.int32)).all(), (shape, warps, axis)
+
+
+@numba_installed
+def test_compiled_bf16_rounding_gives_ml_dtypes_bits_on_random_ties_and_edges_and_leaves_nans_to_numpy():
+    ml_dtypes = pytest.importorskip("ml_dtypes")
+    from kwshim.interpreter import compiled_loops
+    from kwshim.interpreter.conversions import float_to_float
+
+    rng = np.random.default_rng(7)
+    ties = (rng.integers(0, 2 ** 16, 1_000_000, dtype=np.uint64).astype(np.uint32) << np.uint32(16)) | \
+        rng.choice(np.array([0x7FFF, 0x8000, 0x8001, 0x0000, 0xFFFF], dtype=np.uint32), 1_000_000)
+    edges = np.concatenate([np.arange(2 ** 16, dtype=np.uint32),  # subnormals
+                            np.arange(0x7F7F0000, 0x7F800001, dtype=np.uint32),  # the largest, inf
+                            np.arange(0xFF7F0000, 0xFF800001, dtype=np.uint32)])
+    patterns = np.concatenate([rng.integers(0, 2 ** 32, 3_000_000, dtype=np.uint64).astype(np.uint32), ties, edges])
+    values = patterns.view(np.float32)
+    values = values[~np.isnan(values)]
+    out = np.empty(values.size, np.uint16)
+    assert not compiled_loops.bf16_bits(values, out)
+    differ = np.flatnonzero(out != values.astype(ml_dtypes.bfloat16).view(np.uint16))
+    assert differ.size == 0, f"{differ.size} differ, first {values[differ[:3]]}"
+    with_nan = np.concatenate([values[:compiled.COMPILED_FROM], np.array([0x7FA00001], np.uint32).view(np.float32)])
+    assert compiled_loops.bf16_bits(with_nan, np.empty(with_nan.size, np.uint16))
+    expected = with_nan.astype(np.float64).astype(np.float32).astype(ml_dtypes.bfloat16)  # the fp64 path
+    assert np.array_equal(float_to_float(with_nan.reshape(1, -1), ml_dtypes.bfloat16).view(np.uint16),
+                          expected.view(np.uint16).reshape(1, -1))
+    grid = values[:compiled.COMPILED_FROM * 2].reshape(2, -1)[:, ::2]  # strided: copied before the loop
+    assert np.array_equal(float_to_float(grid, ml_dtypes.bfloat16).view(np.uint16),
+                          grid.astype(ml_dtypes.bfloat16).view(np.uint16))

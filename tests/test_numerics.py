@@ -155,6 +155,27 @@ def test_negation_is_zero_minus_x_and_integer_division_by_zero_is_all_ones():
 
 
 @triton.jit
+def combine_masks(a_ptr, b_ptr, and_ptr, or_ptr, xor_ptr):
+    i = tl.program_id(0) * 4 + tl.arange(0, 4)
+    a, b = tl.load(a_ptr + i) != 0, tl.load(b_ptr + i) != 0
+    tl.store(and_ptr + i, (a & b).to(tl.int8))
+    tl.store(or_ptr + i, (a | b).to(tl.int8))
+    tl.store(xor_ptr + i, (a ^ b).to(tl.int8))
+
+
+@needs_gpu_arithmetic
+@pytest.mark.parametrize("grid", ["sequential", "batched"])
+def test_masks_combine_bit_by_bit(grid):
+    a = torch.tensor([0, 0, 1, 1] * 2, dtype=torch.int8)
+    b = torch.tensor([0, 1, 0, 1] * 2, dtype=torch.int8)
+    outs = [torch.full((8,), 7, dtype=torch.int8) for _ in range(3)]
+    with kwshim.activate(grid=grid):
+        combine_masks[(2,)](a, b, *outs)
+    assert [out.tolist()[:4] for out in outs] == [[0, 0, 0, 1], [0, 1, 1, 1], [0, 1, 1, 0]]
+    assert all(out.tolist()[4:] == out.tolist()[:4] for out in outs)
+
+
+@triton.jit
 def fp8_add(x_ptr, out_ptr):
     i = tl.arange(0, 4)
     x = tl.load(x_ptr + i)
@@ -308,6 +329,7 @@ def test_a_direct_float_conversion_gives_the_fp64_path_s_bits_nan_payloads_and_a
                            np.arange(0x7F7F0000, 0x7F810000, dtype=np.uint32),  # the largest, inf, signalling NaNs
                            np.arange(0xFFBF0000, 0xFFC10000, dtype=np.uint32)]).view(np.float32)
     sources = [every16.view(ml_dtypes.bfloat16), every16.view(np.float16), fp32]
+    sources += [source[~np.isnan(source.astype(np.float64))] for source in sources]  # and each without NaNs
     for source in sources:
         for target in (np.float64, np.float32, np.float16, ml_dtypes.bfloat16):
             target = np.dtype(target)

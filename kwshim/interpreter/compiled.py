@@ -32,7 +32,8 @@ import functools
 import numpy as np
 
 __all__ = ["COMPILED_FROM", "LOG2_E", "SMALLEST_NORMAL", "engine", "ufunc_for", "fma_ufunc", "lane_sum_for",
-           "lane_sum_kernel", "lane_sum_for_layout", "lane_scan_for", "lane_scan_kernel", "lane_scan_for_layout"]
+           "lane_sum_kernel", "lane_sum_for_layout", "lane_scan_for", "lane_scan_kernel", "lane_scan_for_layout",
+           "bf16_rounding_for"]
 
 #: The fewest elements worth a compiled loop: below, NumPy's code runs (the same bits), so that a
 #: process of small launches never pays numba's start (about a second: its import, its compiler).
@@ -143,3 +144,15 @@ def lane_scan_kernel():
     """``lane_scan(values, repeats, warps, lanes, per_thread, out)``: each fp32 row of ``values``
     (rows, n) scanned as ``lane_order.scan_in_lanes`` scans it, into ``out``. None without numba."""
     return _loops().lane_scan if engine() == "numba" else None
+
+
+def bf16_rounding_for(size):
+    """``bf16_bits(x, out) -> whether x holds a NaN`` (``compiled_loops.bf16_bits``): fp32 rounded
+    to bf16 bits for a block of ``size`` elements, or None (below ``COMPILED_FROM``, or without
+    numba): then ml_dtypes' ``astype`` runs. 16M elements: 9 ms, against 38 ms and a NaN check."""
+    return _bf16_rounding() if size >= COMPILED_FROM else None
+
+
+@functools.lru_cache(maxsize=None)
+def _bf16_rounding():
+    return _loops().bf16_bits if engine() == "numba" else None

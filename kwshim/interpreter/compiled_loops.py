@@ -29,7 +29,7 @@ from numba.extending import intrinsic
 from .compiled import LOG2_E, SMALLEST_NORMAL
 
 __all__ = ["fused", "fma", "ex2", "ex2_of_exp", "ex2_flushed", "lane_sum", "lane_sum_for_layout", "lane_scan",
-           "lane_scan_for_layout", "element_wise"]
+           "lane_scan_for_layout", "element_wise", "bf16_bits"]
 
 
 @intrinsic
@@ -114,6 +114,21 @@ def ex2_flushed(x):
 def fma(a, b, c):
     """``a * b + c`` rounded once, for fp32 and fp64 operands (a NumPy ufunc)."""
     return fused(a, b, c)
+
+
+@njit(cache=True, nogil=True)
+def bf16_bits(x, out):
+    """The bf16 bits of each fp32 of ``x`` (1-D, C-contiguous) into ``out`` (uint16), rounded to
+    nearest even on the bits (an overflow carries into inf, a subnormal rounds as any value):
+    ml_dtypes' ``astype``, 4 times faster. Returns whether ``x`` holds a NaN, whose bits the caller
+    takes from NumPy's path (``conversions.float_to_float``)."""
+    bits = x.view(np.uint32)
+    nan = False
+    for i in range(bits.size):
+        b = bits[i]
+        nan |= (b & np.uint32(0x7FFFFFFF)) > np.uint32(0x7F800000)
+        out[i] = np.uint16((b + np.uint32(0x7FFF) + ((b >> np.uint32(16)) & np.uint32(1))) >> np.uint32(16))
+    return nan
 
 
 @njit(inline="always")
