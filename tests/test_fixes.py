@@ -8,6 +8,7 @@ import triton.language as tl
 
 import kwshim
 
+from .fixtures import core_helper as core_helper_module
 from .kernels import needs_block_loads
 
 
@@ -141,6 +142,50 @@ def test_a_builtin_named_by_a_global_of_the_library_s_own_runs_as_compiled_trito
         language_aliases.exp2_of_magnitude[(1,)](x, out, BLOCK=16)
     assert torch.equal(out, torch.tensor([8.0, 2 ** 0.5, 1.0, 4.0] * 4))
     assert (language_aliases.maximum, language_aliases.exp2) == originals  # the launch's forwarders are gone
+
+
+@triton.jit
+def _scaled(x, factor):
+    return x * factor
+
+
+@triton.jit
+def helpers_in_a_loop(x_ptr, out_ptr, N: tl.constexpr, STEPS: tl.constexpr):
+    offsets = tl.program_id(0) * N + tl.arange(0, N)
+    x = core_helper_module.magnitude(tl.load(x_ptr + offsets))
+    for _ in tl.static_range(STEPS):
+        x = _scaled(x, 2.0)
+    tl.store(out_ptr + offsets, x)
+
+
+@needs_block_loads
+@pytest.mark.parametrize("grid", ["sequential", "batched"])
+def test_a_helper_patches_the_language_again_only_for_a_module_the_launch_s_patch_left_out(grid, monkeypatch):
+    """A jitted helper's call made the interpreter patch every builtin again (a millisecond each): not
+    where the launch's patch in place covers the helper's modules (3.6 on, where a launch's patch is
+    undone at its end). A helper naming ``triton.language.core`` alone is patched once."""
+    import triton.runtime.interpreter as interpreter
+
+    made, scoped = [], []
+    original = vars(interpreter)["_patch_lang"]
+
+    def counted(fn):
+        made.append(fn.__name__)
+        scope = original(fn)
+        scoped.append(callable(getattr(scope, "restore", None)))
+        return scope
+
+    monkeypatch.setattr(interpreter, "_patch_lang", counted)
+    arange = tl.arange
+    x, out = torch.randn(3 * 16), torch.zeros(3 * 16)
+    with kwshim.activate(grid=grid):
+        helpers_in_a_loop[(3,)](x, out, N=16, STEPS=4)
+    assert torch.equal(out, torch.where(x > 0, x, -x) * 16)
+    if scoped[0]:
+        assert made == ["helpers_in_a_loop", "magnitude"]
+        assert tl.arange is arange  # the launch's patch undone
+    else:  # 3.0-3.5: every call patches, as the interpreter does
+        assert made.count("_scaled") == 4 * (3 if grid == "sequential" else 1)
 
 
 def _closing_kernel(scale):

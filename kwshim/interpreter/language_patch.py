@@ -5,7 +5,8 @@ bound to the interpreter's builder) and undoes it at the end: a third of a small
 launch (``replay``) runs no front end, so it needs none. While the switch is on, the launch's own
 ``_patch_lang`` is deferred (``DeferredLanguage``); the grid seam (``programs``) makes it before
 anything that runs Triton's Python: the body, the loop, a grid callable. A jitted helper's
-``_patch_lang`` is made at once, as before.
+``_patch_lang`` is left out where the launch's patch in place covers its modules (3.6 on), else made
+at once, as before.
 
 The patch reaches ``triton.language``'s modules, not other names for their functions: a kernel that
 calls a builtin through a global of its own (flash-linear-attention's ``gather = tl.gather``) finds
@@ -34,7 +35,7 @@ class DeferredLanguage:
     def make(self):
         if not self.made:
             self.made = True
-            self._scope = self._patch_lang(self._fn)
+            self._scope = _patched(self._patch_lang, self._fn)
 
     def restore(self):  # what the interpreter calls at the launch's end (3.6 on)
         if self._scope is not None:
@@ -42,17 +43,56 @@ class DeferredLanguage:
 
 
 _PENDING = threading.local()
+#: The modules (``triton.language``, ``triton.language.core``) a launch's patch now in place covers,
+#: from its making to its undoing; empty where none is, or where the release cannot undo one.
+_COVERED: Set[int] = set()
+
+
+def _languages(fn) -> Set[int]:
+    """The ``triton.language`` modules ``_patch_lang`` patches for ``fn``: those its globals hold."""
+    language = sys.modules["triton.language"]
+    return {id(value) for value in fn.__globals__.values() if value is language or value is language.core}
+
+
+class _Covering:
+    """A launch's patch scope (3.6 on) that says, while it is in place, which modules it covers."""
+
+    def __init__(self, scope, covered):
+        self._scope = scope
+        _COVERED.clear()
+        _COVERED.update(covered)
+
+    def restore(self):
+        _COVERED.clear()
+        self._scope.restore()
+
+
+def _patched(patch_lang, fn):
+    """``patch_lang(fn)``, a launch's; its scope wrapped where it has one (``_Covering``)."""
+    scope = patch_lang(fn)
+    return _Covering(scope, _languages(fn)) if callable(getattr(scope, "restore", None)) else scope
 
 
 def deferring_patch_lang(patch_lang):
     """The interpreter's ``_patch_lang``, deferred (``DeferredLanguage``) for the launch that
-    ``defer_language`` names, and made at once for any other call (a jitted helper's)."""
+    ``defer_language`` names, and made at once for any other call: a launch's not deferred (its scope
+    wrapped, ``_patched``), or a jitted helper's. A helper's patches every builtin again, about a
+    millisecond a call (flash-linear-attention's delta rule: 10 of 82 s), though the launch's patch
+    in place already covers its modules: then it is left out (3.6 on: 3.0-3.5 undo no patch, so
+    that nothing says when one is in place)."""
 
     def _patch_lang(fn):
         if getattr(_PENDING, "fn", None) is fn:
             _PENDING.fn, _PENDING.language = None, DeferredLanguage(patch_lang, fn)
             return _PENDING.language
-        return patch_lang(fn)
+        if not _COVERED:
+            return _patched(patch_lang, fn)
+        languages = _languages(fn)  # a helper's call: the interpreter keeps no scope of it
+        if languages <= _COVERED:
+            return None
+        scope = patch_lang(fn)  # another module: patched, and left so until the launch's patch is undone
+        _COVERED.update(languages)
+        return scope
 
     return _patch_lang
 
