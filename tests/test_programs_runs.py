@@ -189,6 +189,74 @@ def shift_rows(x_ptr, rows_per_program, N: tl.constexpr):
         tl.store(x_ptr + (row + 1) * N + tl.arange(0, N), tl.load(x_ptr + row * N + tl.arange(0, N)) * 2)
 
 
+@triton.jit
+def reread_rows(x_ptr, scratch_ptr, out_ptr, steps, N: tl.constexpr):
+    """flash-linear-attention's recurrent backward: each program stores a row per step into its own
+    scratch rows, last row first, then, after a barrier, loads them back in order."""
+    pid = tl.program_id(0)
+    cols = tl.arange(0, N)
+    for t in range(steps):
+        row = pid * steps + steps - 1 - t
+        tl.store(scratch_ptr + row * N + cols, tl.load(x_ptr + row * N + cols) * 2 + t)
+    tl.debug_barrier()
+    total = tl.zeros([N], dtype=tl.float32)
+    for t in range(steps):
+        total = total * 0.5 + tl.load(scratch_ptr + (pid * steps + t) * N + cols)
+    tl.store(out_ptr + pid * N + cols, total)
+
+
+@triton.jit
+def reread_offset(flags_ptr, rows_ptr, N: tl.constexpr):
+    """Each program sets its own flag and reads it back to choose the row to add to: read from the
+    memory before the batch (0), its own row; read back (1), row 1, which every program adds to."""
+    pid = tl.program_id(0)
+    cols = tl.arange(0, N)
+    tl.store(flags_ptr + pid, tl.load(flags_ptr + pid) + 1)
+    offset = tl.load(flags_ptr + pid)
+    row = rows_ptr + (pid + offset * (1 - pid)) * N + cols
+    tl.store(row, tl.load(row) + pid + 10)
+
+
+@batching
+@needs_block_loads
+@pytest.mark.parametrize("case", ["reread_rows", "accumulate_rows"])
+def test_programs_reading_back_their_own_writes_run_batched_with_the_loop_s_bits(case):
+    """Each program reads what it wrote itself, and no program meets another's bytes: the batch runs
+    again writing each store at once (``own_writes``), launch after launch."""
+    if case == "reread_rows":
+        kernel, grid, extra, constants = reread_rows, (6,), (5,), {"N": 16}
+        torch.manual_seed(0)
+        x = torch.randn(6 * 5 * 16)
+
+        def make():
+            return x.clone(), torch.zeros(6 * 5 * 16), torch.zeros(6 * 16)
+    else:
+        kernel, grid, extra, constants = accumulate_rows, (40,), (4,), {"N": 16}
+
+        def make():
+            return (torch.arange(160 * 16, dtype=torch.float32),)
+    grid_module.forget(kernel.fn)
+    for _ in range(2):  # the second launch writes through from its first batch
+        looped, batched = _both(kernel, grid, make, *extra, **constants)
+        _same_bits(looped, batched)
+        assert _reason(kernel) is None
+    record = grid_module.launch_record()[kernel.fn.__qualname__]
+    assert record["batched"] >= 2 and record["looped"] == 0
+
+
+@batching
+@needs_block_loads
+def test_a_batch_writing_through_that_meets_another_program_is_undone_and_the_loop_runs():
+    """Batched, each program's read of its flag saw the memory before the batch (0: its own row);
+    writing through, it reads back its 1 and adds to row 1, as every program does: the batch's writes
+    are put back, and the loop runs from the memory the launch was given."""
+    grid_module.forget(reread_offset.fn)
+    looped, batched = _both(reread_offset, (5,), lambda: (torch.zeros(5, dtype=torch.int32), torch.zeros(5, 8)), N=8)
+    _same_bits(looped, batched)
+    assert looped[0].tolist() == [1] * 5 and looped[1].sum(dim=1).tolist() == [0.0, 60.0 * 8, 0.0, 0.0, 0.0]
+    assert _reason(reread_offset).startswith("a program reads what another program (or itself, earlier)")
+
+
 @batching
 @needs_block_loads
 def test_a_loop_updating_rows_in_place_runs_batched(batches):
@@ -200,7 +268,7 @@ def test_a_loop_updating_rows_in_place_runs_batched(batches):
 
 @batching
 @needs_block_loads
-@pytest.mark.parametrize("kernel", [accumulate_rows, shift_rows])
+@pytest.mark.parametrize("kernel", [shift_rows])
 def test_a_loop_reading_what_was_written_in_the_launch_falls_back(kernel):
     grid_module.forget(kernel.fn)
     looped, batched = _both(kernel, (40,), lambda: (torch.arange(41 * 4 * 16, dtype=torch.float32),), 4, N=16)

@@ -45,6 +45,8 @@ _FALLBACKS: Dict[object, str] = {}
 _FALLBACK_LOCK = threading.Lock()
 #: kernel function -> [launches of 2+ programs batched, launches that ran the loop] under batched and check.
 _LAUNCHES: Dict[object, list] = {}
+#: kernel functions whose programs read back their own writes: their batches write through (``own_writes``)
+_WRITE_THROUGH: set = set()
 
 
 def fallback_reasons() -> Dict[str, str]:
@@ -62,6 +64,7 @@ def forget(fn) -> None:
     with _FALLBACK_LOCK:
         for key in launched:
             _FALLBACKS.pop(key, None)
+            _WRITE_THROUGH.discard(key)
             program_groups.forget(key)
 
 
@@ -245,13 +248,15 @@ def _run(fn, args, grid, make_language=_nothing):
     """The programs of a launch, batched where the kernel has not fallen back before. A batch whose
     Python control flow differs between its programs runs again as the leading run of programs that
     agree (``Diverged``); the rest follow, as the next chunks."""
+    from . import own_writes
     from .program_axis import Diverged, Fallback
+    from .records import READ_AFTER_WRITE
 
     builder = _builder()
     builder.set_grid_dim(*grid)
     total = grid[0] * grid[1] * grid[2]
     with _FALLBACK_LOCK:
-        known = fn in _FALLBACKS
+        known, write_through = fn in _FALLBACKS, fn in _WRITE_THROUGH
     if total <= 1 or known:
         make_language()
         if known:
@@ -263,9 +268,14 @@ def _run(fn, args, grid, make_language=_nothing):
     while first < total:
         count = min(chunk, total - first)
         try:
-            log, replayed = _batch(fn, args, grid, first, count, launch_key, make_language)
+            log, replayed = _batch(fn, args, grid, first, count, launch_key, make_language, write_through=write_through)
             replays += replayed
-            reason = log.conflict()
+            reason = own_writes.conflict(log)
+            if reason == READ_AFTER_WRITE and not write_through and own_writes.programs_apart(log):
+                with _FALLBACK_LOCK:  # programs reading back their own writes: the chunk again, writing through
+                    _WRITE_THROUGH.add(fn)
+                write_through = True
+                continue
         except Exception as exc:  # anything a batch cannot do, the loop does (or raises as Triton raises)
             cause = _fallback_in(exc, Fallback)
             if isinstance(cause, Diverged) and count > 1:
@@ -317,14 +327,15 @@ def _fallback_in(exc, kind):
     return None
 
 
-def _batch(fn, args, grid, first, count, launch_key=None, make_language=_nothing, numbers=None):
+def _batch(fn, args, grid, first, count, launch_key=None, make_language=_nothing, numbers=None, write_through=False):
     """Run the programs ``first .. first + count - 1`` (or those ``numbers`` names, rising) together:
     a trace of the launch's specialization replayed where one is kept and its guards hold, else the
     kernel's body (recorded where the launch has a ``launch_key``; ``make_language`` first). Returns
-    their deferred stores (a ``StoreLog``) and whether a trace was replayed."""
+    their deferred stores (a ``StoreLog``; with ``write_through``, a ``own_writes.WriteThroughLog``
+    whose stores are written, and undone where the run raises) and whether a trace was replayed."""
     from ..patching import Patch
     from . import program_axis
-    from . import program_range, reductions
+    from . import own_writes, program_range, reductions
     from .store_log import StoreLog
 
     builder = _builder()
@@ -334,18 +345,24 @@ def _batch(fn, args, grid, first, count, launch_key=None, make_language=_nothing
     y, z = np.divmod(rest, grid[2])
     program_ids = tuple(axis.astype(np.int32) for axis in (x, y, z))
     batched_class = program_axis.batched_builder_class(type(builder))
+    new_log = functools.partial(own_writes.WriteThroughLog, count, _native_store) if write_through else \
+        functools.partial(StoreLog, count)
     for trace in replay.traces(launch_key) if launch_key is not None else ():
-        log = StoreLog(count)
+        log = new_log()
         with Patch() as patch:
             patch.setattr(builder, "__class__", batched_class)
             patch.setattr(builder, "kwshim_batch", _Batch(program_ids, log))
             try:
                 trace.replay(builder, args)
             except replay.Miss:
+                log.undo()
                 continue
+            except BaseException:
+                log.undo()
+                raise
         return log, True
     make_language()  # the body runs: the interpreter's patch of triton.language
-    log = StoreLog(count)
+    log = new_log()
     recorder = replay.Recorder(args) if launch_key is not None else None
     with Patch() as patch:
         patch.setattr(builder, "__class__", batched_class if recorder is None else
@@ -359,7 +376,11 @@ def _batch(fn, args, grid, first, count, launch_key=None, make_language=_nothing
             patch.set(*replay.handle_truth_entry())
             replay.start(recorder)
             patch.on_undo(lambda: replay.start(None))
-        fn(**args)
+        try:
+            fn(**args)
+        except BaseException:
+            log.undo()
+            raise
     if recorder is not None:
         trace = recorder.trace(max(1, log.largest() // count))
         if trace is not None:

@@ -192,6 +192,8 @@ def load(log, ptrs, mask, other, fewest):
     for length, kept in found:
         flat, owners = _rows_of(starts, kept)
         view = loaded = memory.read_rows(flat, length, numpy_type, ptrs.pitch)
+        if loaded is not None and log.write_through:  # a later store of the batch writes at once
+            view, loaded = None, loaded.copy()
         if loaded is None:
             loaded = memory.gather(addresses(flat, length, ptrs.width, ptrs.pitch), numpy_type)
             if loaded is None:  # the general path records it

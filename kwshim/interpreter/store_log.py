@@ -5,7 +5,8 @@ programs before it, and its own earlier writes. A batch runs the programs side b
 stores wait here (``store``) and are written when the batch ends (``commit``), in the loop's
 order: by program, then by the order the program made them. That is exact for the stores. A load
 is exact when it reads nothing written in the batch before it, in that order (``conflict``); where
-one does, the batch is not committed and the loop runs its programs instead.
+one does, the batch is not committed and the loop runs its programs instead, unless each program
+reads back only its own writes (``own_writes``: the batch runs again, writing through).
 
 Each record is an executed ``tl.load`` or ``tl.store`` of every program in the batch
 (``records``). Where every record is rows (``records.Rows``), ``records.rows_conflict`` decides on
@@ -27,6 +28,8 @@ _COMPACT = 4
 
 class StoreLog:
     """The records of one batch: loads to check, stores to write."""
+
+    write_through = False  #: stores written as they are made (``own_writes.WriteThroughLog``): loads copy
 
     def __init__(self, programs):
         self.programs = programs  # in the batch
@@ -148,6 +151,9 @@ class StoreLog:
                 if _meet(record, other):
                     return "an atomic and a store (or another kind of atomic) reach one address"
         return None
+
+    def undo(self):
+        """Nothing is written before ``commit``: nothing to put back."""
 
     def commit(self, native_store):
         """Write the stores as the loop would have (``native_store(addresses, values)`` writes in
