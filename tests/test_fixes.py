@@ -167,7 +167,9 @@ def test_a_helper_patches_the_language_again_only_for_a_module_the_launch_s_patc
     import triton.runtime.interpreter as interpreter
 
     made, scoped = [], []
-    original = vars(interpreter)["_patch_lang"]
+    original = vars(interpreter).get("_patch_lang")
+    if original is None:
+        pytest.skip("this release's interpreter patches triton.language otherwise (2.x)")
 
     def counted(fn):
         made.append(fn.__name__)
