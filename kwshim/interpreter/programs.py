@@ -331,7 +331,7 @@ def _batch(fn, args, grid, first, count, launch_key=None, make_language=_nothing
     """Run the programs ``first .. first + count - 1`` (or those ``numbers`` names, rising) together:
     a trace of the launch's specialization replayed where one is kept and its guards hold, else the
     kernel's body (recorded where the launch has a ``launch_key``; ``make_language`` first). Returns
-    their deferred stores (a ``StoreLog``; with ``write_through``, a ``own_writes.WriteThroughLog``
+    their deferred stores (a ``StoreLog``; with ``write_through``, an ``own_writes.WriteThroughLog``
     whose stores are written, and undone where the run raises) and whether a trace was replayed."""
     from ..patching import Patch
     from . import program_axis
