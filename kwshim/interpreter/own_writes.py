@@ -21,7 +21,7 @@ import numpy as np
 
 from . import memory
 from .records import READ_AFTER_WRITE, Rows
-from .store_log import StoreLog
+from .store_log import StoreLog, _scatter as scatter
 
 __all__ = ["programs_apart", "conflict", "WriteThroughLog"]
 
@@ -98,11 +98,7 @@ class WriteThroughLog(StoreLog):
                                  values.dtype)
         self._overwritten.append((addresses, before, rising))
         if not (isinstance(record, Rows) and memory.write_rows(record.starts, record.rows, record.pitch)):
-            self._scatter(addresses, values, rising)
-
-    def _scatter(self, addresses, values, rising):
-        if not memory.scatter(addresses, values, rising):
-            self._native_store(addresses, values)
+            scatter(addresses, values, rising, self._native_store)
 
     def commit(self, native_store):
         """Nothing left to write (a log with an atomic is never apart: never committed)."""
@@ -110,4 +106,4 @@ class WriteThroughLog(StoreLog):
     def undo(self):
         """Put back what the stores overwrote, the last store first."""
         while self._overwritten:
-            self._scatter(*self._overwritten.pop())
+            scatter(*self._overwritten.pop(), self._native_store)
