@@ -367,6 +367,44 @@ def test_overflow_and_division_by_zero_are_quiet_as_on_a_gpu():
     assert values[0] != values[0] and values[1] != values[1] and values[2:] == [float("inf")] * 2
 
 
+_COLLECTOR_SEEN = []
+
+
+def _collector_state():
+    """Called from a kernel's body (the interpreter runs it as Python): whether the collector is on."""
+    import gc
+
+    _COLLECTOR_SEEN.append(gc.isenabled())
+    return 0
+
+
+@triton.jit
+def _reports_the_collector(out_ptr):
+    tl.store(out_ptr + tl.arange(0, 2), _collector_state() + tl.arange(0, 2))
+
+
+@pytest.mark.skipif(not _gpu_arithmetic_available(), reason="2.x: launches run without a launch scope")
+@pytest.mark.parametrize("grid", ["sequential", "batched"])
+@pytest.mark.parametrize("enabled", [True, False])
+def test_a_launch_pauses_the_cyclic_collector_and_leaves_it_as_it_found_it(grid, enabled):
+    """The collector is off while a launch runs, and after it, on again only where it was on."""
+    import gc
+
+    out = torch.zeros(2, dtype=torch.int32)
+    _COLLECTOR_SEEN.clear()
+    was = gc.isenabled()
+    (gc.enable if enabled else gc.disable)()
+    try:
+        with kwshim.activate(grid=grid):
+            _reports_the_collector[(3,)](out)
+        after = gc.isenabled()
+    finally:
+        (gc.enable if was else gc.disable)()
+    assert out.tolist() == [0, 1]
+    assert _COLLECTOR_SEEN and not any(_COLLECTOR_SEEN)
+    assert after is enabled
+
+
 @needs_gpu_arithmetic
 @pytest.mark.parametrize("grid", ["sequential", "batched"])
 def test_int1_sums_and_cumsums_add_in_int1_as_the_h200_does(grid):
