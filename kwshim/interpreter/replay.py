@@ -38,7 +38,7 @@ from collections import OrderedDict
 import numpy as np
 
 from . import program_axis, special_registers
-from .steps import BUILDER, Folded, Guard, SequenceOf, Slot, TensorOf, foldable, only_a_type, slots_in, slots_used
+from .steps import BUILDER, Folded, Guard, SequenceOf, Slot, TensorOf, foldable, only_a_type, slots_in
 
 __all__ = ["Miss", "Recorder", "Trace", "key", "traces", "keep", "clear", "tracing_builder_class",
            "recording_class", "recorded"]
@@ -164,6 +164,7 @@ class Recorder:
         import triton.language as tl
 
         self.size, self.steps, self.inputs, self.depth, self.broken = 0, [], [], 0, None
+        self._language, self._handle = tl, _interpreter().TensorHandle  # looked up once: every argument asks
         for name, value in args.items():
             if isinstance(value, tl.core.tensor):
                 self.inputs.append((name, self._tag(value.handle)))
@@ -180,40 +181,41 @@ class Recorder:
             raise _Unrecordable(f"a {type(handle).__name__} that no recorded step made")
         return tag[1]
 
-    def _argument(self, value):
-        import triton.language as tl
-
-        interpreter = _interpreter()
-        if isinstance(value, interpreter.TensorHandle) or type(value).__name__ in _HELD_HANDLES:
-            return Slot(self._slot_of(value))
+    def _argument(self, value, used):
+        """The template of ``value``, an argument of a step; the slots it names are added to ``used``."""
+        tl = self._language
+        if isinstance(value, self._handle) or type(value).__name__ in _HELD_HANDLES:
+            slot = self._slot_of(value)
+            used.append(slot)
+            return Slot(slot)
         if isinstance(value, tl.core.tensor):
             if type(value).__init__ is not tl.core.tensor.__init__:
                 raise _Unrecordable(f"a {type(value).__name__}")
-            return TensorOf(self._slot_of(value.handle), value.type, type(value))
+            slot = self._slot_of(value.handle)
+            used.append(slot)
+            return TensorOf(slot, value.type, type(value))
         if isinstance(value, (list, tuple)) and type(value) in (list, tuple):
-            items = [self._argument(item) for item in value]
-            if type(value) is tuple and not any(isinstance(i, (Slot, TensorOf, SequenceOf)) for i in items):
+            named = len(used)
+            items = [self._argument(item, used) for item in value]
+            if type(value) is tuple and len(used) == named and SequenceOf not in map(type, items):  # constants
                 return value
             return SequenceOf(type(value), items)
         if isinstance(value, getattr(tl.core, "tuple", ())) and type(value) is not tuple:  # a tl.tuple of constants
-            if any(isinstance(self._argument(item), (Slot, TensorOf, SequenceOf)) for item in value.values):
+            if any(isinstance(self._argument(item, []), (Slot, TensorOf, SequenceOf)) for item in value.values):
                 raise _Unrecordable("a tl.tuple of tensors")
             return value
         if isinstance(value, tl.constexpr):
-            self._argument(value.value)
+            self._argument(value.value, [])
             return value
         if isinstance(value, _constant_types()) or hasattr(type(value), "__members__"):  # pybind11's enums
             return value
         raise _Unrecordable(f"an argument of type {type(value).__name__}")
 
     def _result(self, value):
-        import triton.language as tl
-
-        interpreter = _interpreter()
-        if isinstance(value, interpreter.TensorHandle) or type(value).__name__ in _HELD_HANDLES:
+        if isinstance(value, self._handle) or type(value).__name__ in _HELD_HANDLES:
             return Slot(self._tag(value))
-        if isinstance(value, tl.core.tensor):
-            return Slot(self._tag(value.handle)) if isinstance(value.handle, interpreter.TensorHandle) else None
+        if isinstance(value, self._language.core.tensor):
+            return Slot(self._tag(value.handle)) if isinstance(value.handle, self._handle) else None
         if type(value) in (list, tuple):
             return SequenceOf(type(value), [self._result(item) for item in value])
         return None
@@ -224,9 +226,10 @@ class Recorder:
         given = args if builder is None else (builder,) + args
         if self.depth or self.broken is not None:
             return function(*given, **kwargs)
+        used: list = []  # the slots the step reads, in order
         try:
-            arguments = tuple(self._argument(a) for a in args)
-            keywords = {name: self._argument(v) for name, v in kwargs.items()}
+            arguments = tuple([self._argument(a, used) for a in args])
+            keywords = {name: self._argument(v, used) for name, v in kwargs.items()} if kwargs else {}
         except _Unrecordable as exc:
             self.broken = str(exc)
             return function(*given, **kwargs)
@@ -237,7 +240,7 @@ class Recorder:
             result = function(*given, **kwargs)
         finally:
             self.depth -= 1
-        self.steps.append((function, arguments, keywords, self._result(result)))
+        self.steps.append((function, arguments, keywords, self._result(result), used))
         return result
 
     def read(self, read, handle, value):
@@ -259,28 +262,35 @@ class Trace:
 
     def __init__(self, recorder, per_program):
         self.size, self.inputs, self.per_program = recorder.size, tuple(recorder.inputs), per_program
-        recorder.steps = [step for step in recorder.steps if not only_a_type(step)]
+        recorded = [step for step in recorder.steps if type(step) is Guard or not only_a_type(step, step[4])]
         last = {}
-        for number, step in enumerate(recorder.steps):
-            for slot in slots_used(step):
-                last[slot] = number
-            if not isinstance(step, Guard):
-                for slot in slots_in(step[3]):
-                    last.setdefault(slot, number)  # made and never used: released at once
-        releases = [[] for _ in recorder.steps]
-        for slot, number in last.items():
-            releases[number].append(slot)
-        steps, constants = [], set()  # constants: slots made from constants alone (folded)
-        for number, step in enumerate(recorder.steps):
-            if isinstance(step, Guard):
-                steps.append(Guard(step.read, step.index, step.value, tuple(releases[number])))
+        for number, step in enumerate(recorded):
+            if type(step) is Guard:
+                last[step.index] = number
                 continue
-            step = (step[0], step[1], step[2], step[3], tuple(releases[number]))
-            if foldable(step, constants):
+            for slot in step[4]:
+                last[slot] = number
+            out = step[3]
+            if type(out) is Slot:
+                last.setdefault(out.index, number)  # made and never used: released at once
+            elif out is not None:
+                for slot in slots_in(out):
+                    last.setdefault(slot, number)
+        releases: list = [()] * len(recorded)
+        for slot, number in last.items():
+            releases[number] += (slot,)
+        steps, constants = [], set()  # constants: slots made from constants alone (folded)
+        for number, step in enumerate(recorded):
+            if type(step) is Guard:
+                steps.append(Guard(step.read, step.index, step.value, releases[number]))
+                continue
+            used, step = step[4], (step[0], step[1], step[2], step[3], releases[number])
+            if foldable(step, used, constants):
                 constants.add(step[3].index)
                 step = Folded(step)
             steps.append(step)
         self.steps = tuple(steps)
+        recorder.steps = []  # the recorder lives on in its handles' tags (a folded one's too); its steps need not
 
     def replay(self, builder, args):
         """The recorded steps on ``args``' handles (``Miss`` where a guard reads another value)."""

@@ -8,10 +8,11 @@ which slots the replay lets go after the step. A ``Guard`` is a step that reads 
 into Python. A ``Folded`` step makes a handle from constants alone: the same handle every replay.
 """
 
+import types
+
 from . import batching_rules
 
-__all__ = ["Slot", "TensorOf", "SequenceOf", "BUILDER", "Guard", "Folded", "foldable", "only_a_type", "slots_in",
-           "slots_used"]
+__all__ = ["Slot", "TensorOf", "SequenceOf", "BUILDER", "Guard", "Folded", "foldable", "only_a_type", "slots_in"]
 
 #: Operations on a block's shape that read nothing but their operands (``program_axis``'s).
 _SHAPES = ("create_splat", "create_make_range", "create_expand_dims", "create_broadcast")
@@ -62,33 +63,62 @@ class Guard:
 
 
 def slots_in(template):
-    """Every slot ``template`` (an argument, a keyword's value or a step's ``out``) names."""
-    if isinstance(template, (Slot, TensorOf)):
-        yield template.index
-    elif isinstance(template, SequenceOf):
+    """Every slot ``template`` (an argument, a keyword's value or a step's ``out``) names, in order."""
+    found: list = []
+    _collect(template, found)
+    return found
+
+
+def _collect(template, found):
+    kind = type(template)
+    if kind is Slot or kind is TensorOf:
+        found.append(template.index)
+    elif kind is SequenceOf:
         for item in template.items:
-            yield from slots_in(item)
-    elif isinstance(template, (tuple, list)):
+            _collect(item, found)
+    elif kind is tuple or kind is list:
         for item in template:
-            yield from slots_in(item)
+            _collect(item, found)
 
 
-def slots_used(step):
-    """The slots ``step`` reads: a guard's, or those of a step's arguments and keywords."""
-    if isinstance(step, Guard):
-        return [step.index]
-    return list(slots_in((step[1], tuple(step[2].values()))))
+def _by_name(answer):
+    """``answer(name)`` of a step's function by its name, kept per function: a trace asks it of
+    every step (a reduction's bound ``apply``, made anew for each step, is asked each time)."""
+    known: dict = {}
+
+    def of(function):
+        found = known.get(function) if type(function) is types.FunctionType else None
+        if found is None:
+            name = getattr(function, "__name__", None)
+            found = name is not None and answer(name)
+            if type(function) is types.FunctionType:
+                if len(known) >= 4096:  # functions made anew for each step would fill it
+                    known.clear()
+                known[function] = found
+        return found
+
+    return of
 
 
-def only_a_type(step):
-    """Whether ``step`` is a builder operation of the ``UNIFORM`` rule that takes no slot and makes no
-    handle (a type: ``get_block_ty``, ``get_int32_ty``): its value is a constant of the steps that
-    use it, and a trace need not keep it."""
-    if isinstance(step, Guard) or step[3] is not None and any(True for _ in slots_in(step[3])):
+@_by_name
+def _a_type_maker(name):
+    return batching_rules.rule(name) == batching_rules.UNIFORM and not name.startswith(("create_", "set_"))
+
+
+@_by_name
+def _foldable_kind(name):
+    kind = batching_rules.rule(name)
+    return name not in _CONTRACTING and (kind == batching_rules.ELEMENT_WISE and name.startswith("create_") or
+                                         name in _SHAPES or kind == batching_rules.UNIFORM and name.startswith("get_"))
+
+
+def only_a_type(step, used):
+    """Whether ``step`` (which reads the slots ``used``) is a builder operation of the ``UNIFORM``
+    rule that takes no slot and makes no handle (a type: ``get_block_ty``, ``get_int32_ty``): its
+    value is a constant of the steps that use it, and a trace need not keep it."""
+    if used or isinstance(step, Guard) or step[3] is not None and slots_in(step[3]):
         return False
-    name = getattr(step[0], "__name__", None)
-    return name is not None and batching_rules.rule(name) == batching_rules.UNIFORM and \
-        not name.startswith(("create_", "set_")) and not slots_used(step)
+    return _a_type_maker(step[0])
 
 
 class Folded:
@@ -100,14 +130,10 @@ class Folded:
         self.step, self.index, self.release, self.value = step, step[3].index, step[4], None
 
 
-def foldable(step, constants):
-    """Whether ``step`` makes one handle from constants and the slots in ``constants`` alone, by an
-    operation that reads nothing else: element-wise, a constant (``get_fp32``) or a shape."""
-    name = None if isinstance(step, Guard) else getattr(step[0], "__name__", None)
-    if name is None or type(step[3]) is not Slot or name in _CONTRACTING or step[1][:1] != (BUILDER,):
+def foldable(step, used, constants):
+    """Whether ``step`` (which reads the slots ``used``) makes one handle from constants and the slots
+    in ``constants`` alone, by an operation that reads nothing else: element-wise, a constant
+    (``get_fp32``) or a shape."""
+    if isinstance(step, Guard) or type(step[3]) is not Slot or step[1][:1] != (BUILDER,):
         return False
-    kind = batching_rules.rule(name)
-    if not (kind == batching_rules.ELEMENT_WISE and name.startswith("create_") or name in _SHAPES or
-            kind == batching_rules.UNIFORM and name.startswith("get_")):
-        return False
-    return all(slot in constants for slot in slots_used(step))
+    return _foldable_kind(step[0]) and all(slot in constants for slot in used)
