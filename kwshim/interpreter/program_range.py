@@ -21,7 +21,7 @@ import sys
 
 import numpy as np
 
-from . import replay
+from . import loop_replay, replay
 from .program_axis import Diverged, Fallback
 
 __all__ = ["program_range", "range_entries"]
@@ -37,7 +37,7 @@ def program_range(*args):
     if len(args) > 3:
         return _BUILTIN_RANGE(*args)  # Python's error
     if _bounds_agree(args):
-        return _BUILTIN_RANGE(*args)
+        return loop_replay.iterate(_BUILTIN_RANGE(*args))
     trips = _lockstep(args)[2]
     _lockstep_trips(args, trips)
     return _each_index(args, trips)

@@ -38,10 +38,11 @@ from collections import OrderedDict
 import numpy as np
 
 from . import program_axis, special_registers
-from .steps import BUILDER, Folded, Guard, SequenceOf, Slot, TensorOf, foldable, only_a_type, slots_in
+from .steps import (BUILDER, OPERATION_NAMES, Folded, Guard, SequenceOf, Slot, TensorOf, foldable, only_a_type,
+                    slots_in)
 
 __all__ = ["Miss", "Recorder", "Trace", "key", "traces", "keep", "clear", "tracing_builder_class",
-           "recording_class", "recorded"]
+           "recording_class", "recorded", "recording"]
 
 _INTERPRETER = "triton.runtime.interpreter"
 #: Specializations whose traces are kept (least recently used dropped), and traces per specialization
@@ -164,6 +165,10 @@ class Recorder:
         import triton.language as tl
 
         self.size, self.steps, self.inputs, self.depth, self.broken = 0, [], [], 0, None
+        self.builder = None  #: the builder object of the body's builder operations
+        #: handles of slots below ``keep_below`` that steps take, kept for ``loop_replay`` while it
+        #: watches an iteration (0: none)
+        self.keep_below, self.kept = 0, {}
         self._language, self._handle = tl, _interpreter().TensorHandle  # looked up once: every argument asks
         for name, value in args.items():
             if isinstance(value, tl.core.tensor):
@@ -187,12 +192,16 @@ class Recorder:
         if isinstance(value, self._handle) or type(value).__name__ in _HELD_HANDLES:
             slot = self._slot_of(value)
             used.append(slot)
+            if slot < self.keep_below:
+                self.kept[slot] = value
             return Slot(slot)
         if isinstance(value, tl.core.tensor):
             if type(value).__init__ is not tl.core.tensor.__init__:
                 raise _Unrecordable(f"a {type(value).__name__}")
             slot = self._slot_of(value.handle)
             used.append(slot)
+            if slot < self.keep_below:
+                self.kept[slot] = value.handle
             return TensorOf(slot, value.type, type(value))
         if isinstance(value, (list, tuple)) and type(value) in (list, tuple):
             named = len(used)
@@ -235,6 +244,7 @@ class Recorder:
             return function(*given, **kwargs)
         if builder is not None:
             arguments = (BUILDER,) + arguments
+            self.builder = builder
         self.depth += 1
         try:
             result = function(*given, **kwargs)
@@ -248,9 +258,13 @@ class Recorder:
         if self.depth or self.broken is not None:
             return
         try:
-            self.steps.append(Guard(read, self._slot_of(handle), value))
+            slot = self._slot_of(handle)
         except _Unrecordable as exc:
             self.broken = f"Python read {exc}"
+            return
+        if slot < self.keep_below:
+            self.kept[slot] = handle
+        self.steps.append(Guard(read, slot, value))
 
     def trace(self, per_program):
         """The recorded run as a ``Trace``, or None where it cannot be replayed."""
@@ -359,6 +373,8 @@ def tracing_builder_class(batched_class):
 
     recorded = {name: _recording_method(getattr(batched_class, name))
                 for name in operations(batched_class) if not name.startswith("set_")}
+    for name in recorded:
+        OPERATION_NAMES.setdefault(getattr(batched_class, name), name)
     return type("TracingBuilder", (batched_class,), recorded)
 
 
@@ -416,6 +432,11 @@ def recorded(function):
         return _call(function, args, kwargs)
 
     return step
+
+
+def recording():
+    """The ``Recorder`` of the batch now running its body, or None."""
+    return _RECORDING
 
 
 def start(recorder):

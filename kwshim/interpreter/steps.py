@@ -12,7 +12,8 @@ import types
 
 from . import batching_rules
 
-__all__ = ["Slot", "TensorOf", "SequenceOf", "BUILDER", "Guard", "Folded", "foldable", "only_a_type", "slots_in"]
+__all__ = ["Slot", "TensorOf", "SequenceOf", "BUILDER", "Guard", "Folded", "foldable", "only_a_type", "slots_in",
+           "OPERATION_NAMES", "operation_name"]
 
 #: Operations on a block's shape that read nothing but their operands (``program_axis``'s).
 _SHAPES = ("create_splat", "create_make_range", "create_expand_dims", "create_broadcast")
@@ -81,6 +82,17 @@ def _collect(template, found):
             _collect(item, found)
 
 
+#: The builder's operations by function: their names in the builder (``create_si_to_fp``), which
+#: the interpreter defines some of as lambdas, whose own ``__name__`` is ``<lambda>``.
+OPERATION_NAMES: dict = {}
+
+
+def operation_name(function):
+    """The builder operation's name of a step's function, else its ``__name__``."""
+    name = OPERATION_NAMES.get(function) if type(function) is types.FunctionType else None
+    return name or getattr(function, "__name__", None)
+
+
 def _by_name(answer):
     """``answer(name)`` of a step's function by its name, kept per function: a trace asks it of
     every step (a reduction's bound ``apply``, made anew for each step, is asked each time)."""
@@ -89,7 +101,7 @@ def _by_name(answer):
     def of(function):
         found = known.get(function) if type(function) is types.FunctionType else None
         if found is None:
-            name = getattr(function, "__name__", None)
+            name = operation_name(function)
             found = name is not None and answer(name)
             if type(function) is types.FunctionType:
                 if len(known) >= 4096:  # functions made anew for each step would fill it
