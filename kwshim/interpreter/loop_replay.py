@@ -102,9 +102,10 @@ class _Loop:
         maker, kind = operation_name(template[0][0]), template[0][0]
         low, high = _INDEX_MAKERS[maker]
         previous = {p: made[p].handle for p in carried}
+        releases = _releases(template, a2, carried | made.keys())
         values, k = self.values, 3
         while k < len(values) and low <= values[k] < high:
-            previous = _iteration(recorder, template, kind, values[k], previous, a1, a2, recorder.kept)
+            previous = _iteration(recorder, template, kind, values[k], previous, a1, a2, recorder.kept, releases)
             replayed_iterations += 1
             k += 1
         if k > 3:
@@ -251,7 +252,22 @@ def _immutable(value):
     return type(value) in _IMMUTABLE or type(value) is tuple and all(map(_immutable, value))
 
 
-def _iteration(recorder, template, index_maker, index, previous, a1, a2, kept):
+def _releases(template, a2, held):
+    """For each step of ``template``, the places of its iteration it is the last to take, but those
+    ``held`` (the next iteration's, or the frame's): an iteration holds no more than the body would."""
+    last = {}
+    for number, step in enumerate(template):
+        for slot in [step.index] if type(step) is Guard else step[4]:
+            if slot >= a2:
+                last[slot - a2] = number
+    releases: list = [()] * len(template)
+    for place, number in last.items():
+        if place not in held:
+            releases[number] += (place,)
+    return releases
+
+
+def _iteration(recorder, template, index_maker, index, previous, a1, a2, kept, releases):
     """One iteration from ``template`` (iteration 2's steps), recorded: {place: handle} of it."""
     import triton.language as tl
 
@@ -278,17 +294,19 @@ def _iteration(recorder, template, index_maker, index, previous, a1, a2, kept):
     builder = recorder.builder
     result = recorder.call(index_maker, (index,), {}, builder)
     bind(template[0][3], result)
-    for step in template[1:]:
+    for step, released in zip(template[1:], releases[1:]):
         if type(step) is Guard:  # of a constant, or of a value made before the loop: what it read before
             recorder.read(step.read, current[step.index - a2] if step.index >= a2 else kept[step.index], step.value)
-            continue
-        function, arguments, keywords, out, _ = step
-        if arguments[:1] == (BUILDER,):
-            result = recorder.call(function, tuple([value(a) for a in arguments[1:]]),
-                                   {name: value(v) for name, v in keywords.items()}, builder)
         else:
-            result = recorder.call(function, tuple([value(a) for a in arguments]),
-                                   {name: value(v) for name, v in keywords.items()})
-        if out is not None:
-            bind(out, result)
+            function, arguments, keywords, out, _ = step
+            if arguments[:1] == (BUILDER,):
+                result = recorder.call(function, tuple([value(a) for a in arguments[1:]]),
+                                       {name: value(v) for name, v in keywords.items()}, builder)
+            else:
+                result = recorder.call(function, tuple([value(a) for a in arguments]),
+                                       {name: value(v) for name, v in keywords.items()})
+            if out is not None:
+                bind(out, result)
+        for place in released:
+            del current[place]
     return current
