@@ -54,6 +54,9 @@ def iterate(values):
 
 
 class _Loop:
+    """A shared ``range``'s iterator on a recorded batch: it notes the recording and the kernel's
+    variables at the start of iterations 1, 2 and 3, and at 3 makes what it can from a template."""
+
     def __init__(self, values, recorder):
         self.values, self.recorder, self.position = values, recorder, 0
         self.marks = []  # (steps recorded, slots made, the frame's locals) at the start of iterations 1, 2, 3
