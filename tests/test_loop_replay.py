@@ -29,7 +29,8 @@ def decaying_sum(x_ptr, out_ptr, steps, N: tl.constexpr):
     total = tl.zeros([N], dtype=tl.float32)
     p = x_ptr + pid * steps * N + cols
     for t in range(steps):
-        total = total * 0.5 + tl.load(p, mask=cols < N - t % 3, other=1.0) * (t + 1)
+        kind = tl.dtype("fp32")  # a dtype made anew each trip
+        total = total * 0.5 + tl.load(p, mask=cols < N - t % 3, other=1.0).to(kind) * (t + 1)
         p += N
     tl.store(out_ptr + pid * N + cols, total)
 

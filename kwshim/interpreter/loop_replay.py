@@ -245,7 +245,9 @@ def _unchanging(value, old):
         return isinstance(old, tl.constexpr) and _equal_constants(value.value, old.value)
     if type(value) in _IMMUTABLE or type(value) is tuple:
         return _equal_constants(value, old) and _immutable(value)
-    if isinstance(value, (types.FunctionType, types.ModuleType, type, tl.dtype)) or callable(value) and \
+    if isinstance(value, tl.dtype):  # made anew by the front end (``x.dtype.element_ty``), and never changed
+        return _equal_constants(value, old)
+    if isinstance(value, (types.FunctionType, types.ModuleType, type)) or callable(value) and \
             hasattr(value, "fn"):  # a jitted function
         return value is old
     return False
