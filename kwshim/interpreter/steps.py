@@ -4,8 +4,10 @@ A step is ``(function, arguments, keywords, out, release)``: ``function`` is cal
 arguments, in which a ``Slot`` stands for the handle a slot holds, a ``TensorOf`` for a
 ``tl.tensor`` around it, a ``SequenceOf`` for a list or tuple of them and ``BUILDER`` for the builder
 object (anything else is a constant); ``out`` says which slots the result fills, and ``release``
-which slots the replay lets go after the step. A ``Guard`` is a step that reads a slot's value back
-into Python. A ``Folded`` step makes a handle from constants alone: the same handle every replay.
+which slots the replay lets go after the step (while a ``Recorder`` records, that place holds the
+slots the step reads instead: the trace turns them into releases). A ``Guard`` is a step that reads
+a slot's value back into Python. A ``Folded`` step makes a handle from constants alone: the same
+handle every replay.
 """
 
 import types
