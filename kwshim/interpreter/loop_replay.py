@@ -80,8 +80,6 @@ class _Loop:
                 k = self._replay()
                 if recorder.keep_below == 0:
                     recorder.kept.clear()
-        elif k in (2, 3):  # the recording ended: nothing to watch
-            self.marks = []
         self.position = k + 1
         if k >= len(values):
             raise StopIteration
@@ -97,18 +95,18 @@ class _Loop:
         (n1, a1, _), (n2, a2, before), (n3, b2, after) = self.marks
         first, template = recorder.steps[n1:n2], recorder.steps[n2:n3]
         carried = _matching(first, template, a1, a2, b2, self.values[1:3])
-        if carried is None or not template:
+        if carried is None:
             return 3
         made = _carried_from(before, after, a1, a2, b2)
         if made is None or not carried <= made.keys():
             return 3
-        maker, kind = operation_name(template[0][0]), template[0][0]
-        low, high = _INDEX_MAKERS[maker]
+        index_maker = template[0][0]
+        low, high = _INDEX_MAKERS[operation_name(index_maker)]
         previous = {p: made[p].handle for p in carried}
         releases = _releases(template, a2, carried | made.keys())
         values, k = self.values, 3
         while k < len(values) and low <= values[k] < high:
-            previous = _iteration(recorder, template, kind, values[k], previous, a1, a2, recorder.kept, releases)
+            previous = _iteration(recorder, template, index_maker, values[k], previous, a1, a2, recorder.kept, releases)
             replayed_iterations += 1
             k += 1
         if k > 3:
