@@ -4,20 +4,24 @@
 def print_record(results, **options):
     """The ``main`` of a script whose ``results(device)`` runs its cases: on a GPU (``cuda``), or
     with ``--kwshim`` on the CPU under the switch; prints the record as JSON with the Triton release
-    (``options``: ``json.dumps``'s)."""
+    and, on a GPU, the GPU's name (``options``: ``json.dumps``'s)."""
     import json
     import sys
 
     import triton
 
+    record = {"triton": triton.__version__}
     if "--kwshim" in sys.argv:
         import kwshim
 
         with kwshim.activate():
-            found = results("cpu")
+            record["results"] = results("cpu")
     else:
-        found = results("cuda")
-    print(json.dumps({"triton": triton.__version__, "results": found}, **options))
+        import torch
+
+        record["gpu"] = torch.cuda.get_device_name()
+        record["results"] = results("cuda")
+    print(json.dumps(record, **options))
 
 
 def packed_bits(tensor, as_type):

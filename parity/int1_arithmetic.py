@@ -1,8 +1,9 @@
 """``+``, ``-`` and ``*`` of int1 blocks (masks), and ``&``, ``|``, ``^``: compiled on a GPU and under
-the interpreter. Not recorded on the H200 yet (no GPU was lent when it was written): its record is
-to go in ``parity/int1_arithmetic_h200.json``. Under the switch, Triton 3.9's interpreter wraps
-``+`` and ``-`` in one bit (1 + 1 is 0); before 3.9 its ``+`` saturates (NumPy's bool add) and its
-``-`` raises (NumPy refuses a bool subtract).
+the interpreter. ``parity/int1_arithmetic_h100.json`` holds what an H100 computed (sm_90, the H200's
+architecture and compiler target; no H200 was lent when it was recorded): ``+`` and ``-`` wrap in one
+bit (1 + 1 is 0) and ``*`` is ``&``. ``tests/test_numerics.py`` holds the switch to it; without the
+switch, the interpreter's ``+`` saturates before 3.9 (NumPy's bool add) and its ``-`` raises (NumPy
+refuses a bool subtract).
 
     python -m parity.int1_arithmetic                            # on a machine with an NVIDIA GPU
     TRITON_INTERPRET=1 python -m parity.int1_arithmetic --kwshim   # anywhere: under the switch

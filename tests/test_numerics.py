@@ -425,6 +425,44 @@ def test_int1_sums_and_cumsums_add_in_int1_as_the_h200_does(grid):
 
 @needs_gpu_arithmetic
 @pytest.mark.parametrize("grid", ["sequential", "batched"])
+def test_int1_arithmetic_wraps_in_one_bit_as_the_gpu_does(grid):
+    """Masks added, subtracted and multiplied: ``+`` and ``-`` wrap in one bit (1 + 1 is 0), where
+    the interpreter's ``+`` saturated and its ``-`` raised before 3.9 (NumPy's bools)."""
+
+    from parity import int1_arithmetic
+
+    gpu = _recorded("int1_arithmetic_h100.json", "results")
+    assert gpu["add"] == gpu["sub"] == [0, 1, 1, 0] and gpu["mul"] == [0, 0, 0, 1]
+    with kwshim.activate(grid=grid):
+        here = int1_arithmetic.results("cpu")
+    assert here == gpu
+
+
+def _is_nan(bits):
+    value = int(bits, 16)
+    return (value >> 23) & 0xFF == 0xFF and value & 0x7FFFFF != 0
+
+
+@needs_gpu_arithmetic
+def test_nan_is_nan_where_the_gpu_makes_one_and_every_other_result_is_its_bits():
+    """What the docs promise of NaN: NaN where the GPU gives NaN (not its payload, ``0x7fffffff``,
+    which the record shows for every NaN arithmetic makes), and every other result bit for bit."""
+
+    from parity import nan_payloads
+
+    gpu = _recorded("nan_payloads_h100.json", "results")
+    assert gpu["add"][:4] == ["7fffffff"] * 4  # a NaN of either sign, with any payload, comes out canonical
+    with kwshim.activate():
+        here = nan_payloads.results("cpu")
+    assert set(here) == set(gpu)
+    for operation, expected in gpu.items():
+        assert [_is_nan(bits) for bits in here[operation]] == [_is_nan(bits) for bits in expected], operation
+        assert [bits for bits in here[operation] if not _is_nan(bits)] == [
+            bits for bits in expected if not _is_nan(bits)], operation
+
+
+@needs_gpu_arithmetic
+@pytest.mark.parametrize("grid", ["sequential", "batched"])
 def test_fp16_and_bf16_row_sums_add_in_the_h200_s_lane_order(grid):
     """A 16-bit row is added in its own type, in the order of the GPU's lanes (``lane_order``): the
     H200's bits for every measured row, sums of squares included (their products contracted into

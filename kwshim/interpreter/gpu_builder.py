@@ -239,15 +239,19 @@ def gpu_builder_class(base):
     return GPUBuilder
 
 
-#: int1 ``&``, ``|`` and ``^`` (masks): NumPy's bitwise ufuncs on bools are the 1-bit operations already
-_ONE_BIT = {"create_and": np.bitwise_and, "create_or": np.bitwise_or, "create_xor": np.bitwise_xor}
+#: int1 operations (masks) as the GPU computes them, in one bit: ``&``, ``|`` and ``^`` are NumPy's
+#: bitwise ufuncs on bools already; ``+`` and ``-`` wrap (1 + 1 is 0, as ``^``) and ``*`` is ``&``
+#: (measured on an sm_90 GPU, ``parity/int1_arithmetic_h100.json``). Before 3.9 the interpreter's
+#: ``+`` saturates (NumPy's bool add) and its ``-`` raises (NumPy has no bool subtract).
+_ONE_BIT = {"create_and": np.bitwise_and, "create_or": np.bitwise_or, "create_xor": np.bitwise_xor,
+            "create_add": np.bitwise_xor, "create_sub": np.bitwise_xor, "create_mul": np.bitwise_and}
 
 
 def _one_bit(name, operation, ufunc):
-    """``operation`` (the interpreter's ``&``, ``|`` or ``^``), computed by ``ufunc`` where both
-    operands are int1: Triton 3.9's interpreter widens bools to int8 and back for every binary
-    operation (its 1-bit ``+`` must wrap), four passes over a mask where one gives the same bits
-    (64M elements: 69 ms, against 19 ms)."""
+    """``operation`` (the interpreter's), computed by ``ufunc`` where both operands are int1: before
+    3.9 the interpreter's ``+`` and ``-`` are not the GPU's, and 3.9's widens bools to int8 and back
+    for every binary operation, four passes over a mask where one gives the same bits (64M
+    elements: 69 ms, against 19 ms)."""
 
     def bitwise(self, lhs, rhs):
         if lhs.data.dtype == np.bool_ and rhs.data.dtype == np.bool_:
