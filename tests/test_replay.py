@@ -309,3 +309,36 @@ def test_a_step_of_constants_alone_is_made_once_for_every_replay():
     assert all(a is b for a, b in zip(made[1], made[2])) and len(made[1]) == len(made[2])
     for loop, batch in zip(_launches(row_norm, launches, "sequential", BLOCK=128), stored):
         _same_bits(loop, batch)
+
+
+@batching
+@needs_block_loads
+def test_a_one_program_launch_is_recorded_at_its_second_launch_and_replayed_after(monkeypatch):
+    # a batch of one program is no faster than the loop, but a replay skips the body's front end: a
+    # kernel launched once pays no recording, and its launches from the third on replay
+    replayed = []
+    original = replay.Trace.replay
+
+    def counted(self, builder, args):
+        replayed.append(self)
+        return original(self, builder, args)
+
+    monkeypatch.setattr(replay.Trace, "replay", counted)
+    name = row_norm.fn.__qualname__
+    before = _record(row_norm)
+    launches = [_row_norm_launch(1, eps, seed) for seed, eps in enumerate((0.25, 0.25, 0.25, 0.25, 0.5))]
+    with kwshim.activate(grid="batched"):
+        kept = []
+        for grid, make in launches:
+            tensors, scalars = make()
+            row_norm[grid](*tensors, *scalars, BLOCK=128)
+            kept.append(sum(len(traces) for key, traces in replay._TRACES.items() if key[0].__qualname__ == name))
+    assert kept == [0, 1, 1, 1, 1]  # the eps of the fifth reaches the body as a tensor: the same trace
+    assert len(replayed) == 3
+    assert _record(row_norm) == before  # one program: not in the counts of launches a batch speeds
+    _same_as_the_loop(row_norm, launches, BLOCK=128)
+    with kwshim.activate(grid="check"):  # one program runs once, as the loop: nothing to compare
+        for grid, make in launches[:3]:
+            tensors, scalars = make()
+            row_norm[grid](*tensors, *scalars, BLOCK=128)
+    assert len(replayed) == 3 + 3

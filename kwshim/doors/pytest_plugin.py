@@ -180,7 +180,27 @@ def pytest_testnodedown(node, error):
 def pytest_terminal_summary(terminalreporter, config):
     if getattr(config, _HANDLE_KEY, None) is None:
         return
-    from ..interpreter.programs import launch_record, merge_records, summary_lines
+    from ..interpreter.programs import launch_record, merge_records
 
-    for line in summary_lines(merge_records([launch_record()] + getattr(config, _RECORDS_KEY, []))):
+    for line in _summary_lines(merge_records([launch_record()] + getattr(config, _RECORDS_KEY, []))):
         terminalreporter.write_line(line)
+
+
+def _summary_lines(record: Dict[str, dict]) -> list:
+    """What ran batched and what fell back, and why, with counts (kernels and launches)."""
+    batched = sum(entry["batched"] for entry in record.values())
+    replayed = sum(entry.get("replayed", 0) for entry in record.values())
+    looped = sum(entry["looped"] for entry in record.values())
+    total = batched + looped
+    if not total:
+        return []
+    lines = [f"kwshim grid: {total} launches of 2+ programs, {batched} batched ({replayed} replayed a trace), "
+             f"{looped} ran the loop ({100 * looped / total:.1f}%)"]
+    reasons: Dict[str, list] = {}
+    for name, entry in record.items():
+        if entry["reason"]:
+            reasons.setdefault(entry["reason"], []).append((name, entry["looped"]))
+    for reason, kernels in sorted(reasons.items(), key=lambda item: -sum(n for _, n in item[1])):
+        names = ", ".join(sorted(name for name, _ in kernels))
+        lines.append(f"  {reason}: {len(kernels)} kernel(s), {sum(n for _, n in kernels)} launches ({names})")
+    return lines

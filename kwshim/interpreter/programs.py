@@ -9,8 +9,12 @@
   launch goes straight to the loop;
 - ``"check"``: both from the same state, compared bit for bit; ``GridDivergenceError`` names the
   kernel, the argument and the first differing element, and the loop's result is left in place (a
-  launch of one program runs once: its batch is the loop, and a second run of a kernel that reads
-  ``globaltimer`` would differ from the first).
+  launch of one program runs once, as the loop: a second run of a kernel that reads ``globaltimer``
+  would differ from the first).
+
+A launch of one program gains nothing from a batch but what a trace saves: from its
+specialization's second launch on it runs as a batch, recorded, then replayed (``replay.seen_before``);
+its first runs the loop, so a kernel launched once pays no recording.
 
 The seam is the interpreter's grid: ``GridExecutor.__call__`` computes the grid from the converted
 arguments after it has patched ``triton.language``, and then loops; kwshim hands it a grid callable
@@ -31,7 +35,7 @@ from ..compat.interpreter import launched_function
 from ..settings import in_force
 from . import dot_chains, fixes, language_patch, plain_launch, program_groups, refusals, replay
 
-__all__ = ["install", "fallback_reasons", "launch_record", "merge_records", "summary_lines", "batching_works"]
+__all__ = ["install", "fallback_reasons", "launch_record", "merge_records", "batching_works"]
 
 _INTERPRETER = "triton.runtime.interpreter"
 _FIRST_CHUNK = 64
@@ -71,7 +75,7 @@ def forget(fn) -> None:
 def launch_record() -> Dict[str, dict]:
     """{kernel name: {"batched": launches, "replayed": of those, launches that replayed a trace,
     "looped": launches, "reason": why it fell back or None}}, for the launches of two or more
-    programs in this process (what ``summary_lines`` reads)."""
+    programs in this process (what the pytest door's terminal summary reads)."""
     with _FALLBACK_LOCK:
         records = [{getattr(fn, "__qualname__", repr(fn)):
                     {"batched": batched, "replayed": replayed, "looped": looped, "reason": _FALLBACKS.get(fn)}}
@@ -91,31 +95,15 @@ def merge_records(records) -> Dict[str, dict]:
     return merged
 
 
-def summary_lines(record: Dict[str, dict]) -> list:
-    """What ran batched and what fell back, and why, with counts (kernels and launches)."""
-    batched = sum(entry["batched"] for entry in record.values())
-    replayed = sum(entry.get("replayed", 0) for entry in record.values())
-    looped = sum(entry["looped"] for entry in record.values())
-    total = batched + looped
-    if not total:
-        return []
-    lines = [f"kwshim grid: {total} launches of 2+ programs, {batched} batched ({replayed} replayed a trace), "
-             f"{looped} ran the loop ({100 * looped / total:.1f}%)"]
-    reasons: Dict[str, list] = {}
-    for name, entry in record.items():
-        if entry["reason"]:
-            reasons.setdefault(entry["reason"], []).append((name, entry["looped"]))
-    for reason, kernels in sorted(reasons.items(), key=lambda item: -sum(n for _, n in item[1])):
-        names = ", ".join(sorted(name for name, _ in kernels))
-        lines.append(f"  {reason}: {len(kernels)} kernel(s), {sum(n for _, n in kernels)} launches ({names})")
-    return lines
-
-
 def _count(fn, batched, replayed=False):
     with _FALLBACK_LOCK:
         counts = _LAUNCHES.setdefault(fn, [0, 0, 0])
         counts[0 if batched else 1] += 1
         counts[2] += replayed
+
+
+def _not_counted(fn, batched, replayed=False):
+    """A launch of one program, which the counts leave out (they are of launches a batch can speed)."""
 
 
 def batching_works() -> bool:
@@ -207,8 +195,13 @@ class _Programs:
 
         interpreter = sys.modules[_INTERPRETER]
         try:
-            if self.mode == "check" and grid[0] * grid[1] * grid[2] > 1:  # one program: the batch is the loop
+            programs = grid[0] * grid[1] * grid[2]
+            if self.mode == "check" and programs > 1:
                 _checked(self.executor.fn, args, grid, self._tensors())
+            elif self.mode == "check":  # one program runs once, as the loop
+                make_language()
+                _builder().set_grid_dim(*grid)
+                _sequential(self.executor.fn, args, grid)
             else:
                 _run(self.executor.fn, args, grid, make_language)
         except Exception as exc:  # wrapped as the interpreter's loop wraps what a program raises
@@ -255,15 +248,16 @@ def _run(fn, args, grid, make_language=_nothing):
     builder = _builder()
     builder.set_grid_dim(*grid)
     total = grid[0] * grid[1] * grid[2]
+    count_launch = _count if total > 1 else _not_counted
     with _FALLBACK_LOCK:
         known, write_through = fn in _FALLBACKS, fn in _WRITE_THROUGH
-    if total <= 1 or known:
-        make_language()
-        if known:
-            _count(fn, batched=False)
-        return _sequential(fn, args, grid)
-    launch_key = replay.key(fn, builder, args)
+    launch_key = replay.key(fn, builder, args) if total > 0 and not known else None
     kept = replay.traces(launch_key) if launch_key is not None else ()
+    if total < 1 or known or total == 1 and not kept and not replay.seen_before(launch_key):
+        make_language()  # one program: the loop, until its specialization's second launch records it
+        if known:
+            count_launch(fn, batched=False)
+        return _sequential(fn, args, grid)
     first, chunk, splits, replays = 0, _FIRST_CHUNK if not kept else _chunk_for(kept[0].per_program), 0, 0
     while first < total:
         count = min(chunk, total - first)
@@ -294,13 +288,13 @@ def _run(fn, args, grid, make_language=_nothing):
         if reason is not None:
             with _FALLBACK_LOCK:
                 _FALLBACKS[fn] = reason
-            _count(fn, batched=False)
+            count_launch(fn, batched=False)
             make_language()
             return _sequential(fn, args, grid, first)
         log.commit(_native_store)
         first += count
         chunk = _chunk_for(max(1, log.largest() // count))
-    _count(fn, batched=True, replayed=replays > 0)
+    count_launch(fn, batched=True, replayed=replays > 0)
     return None
 
 

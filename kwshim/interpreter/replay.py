@@ -5,7 +5,7 @@ block the front end (``semantic``, ``core``, the interpreter's ``_patch_lang`` f
 helper) costs more than the arithmetic. Yet the body makes the same operations every time, as long
 as what steers its Python is the same. Those are the guards:
 
-- the specialization (``key``): the kernel, the builder's class (the numerics) and options,
+- the specialization (``specialization.key``): the kernel, the builder's class (the numerics) and options,
   Triton's environment variables (``TRITON_*``: knobs the front end reads), the launch's
   ``num_warps`` (``tl.extra.cuda.num_warps()``), each tensor argument's
   Triton type and its handle's NumPy type and shape, and every other argument's value (constexprs,
@@ -27,21 +27,17 @@ batches run the body each time, as before. A replay releases each slot after its
 holds no more than the body's own run would; the traces kept are bounded (``_KEYS``, ``_PER_KEY``).
 """
 
-import enum
 import functools
-import os
 import sys
 import threading
-import types
 from collections import OrderedDict
 
-import numpy as np
-
-from . import program_axis, special_registers
+from . import program_axis
+from .specialization import constant_types as _constant_types, key
 from .steps import (BUILDER, OPERATION_NAMES, Folded, Guard, SequenceOf, Slot, TensorOf, foldable, only_a_type,
                     slots_in)
 
-__all__ = ["Miss", "Recorder", "Trace", "key", "traces", "keep", "clear", "tracing_builder_class",
+__all__ = ["Miss", "Recorder", "Trace", "key", "traces", "keep", "seen_before", "clear", "tracing_builder_class",
            "recording_class", "recorded", "recording"]
 
 _INTERPRETER = "triton.runtime.interpreter"
@@ -51,6 +47,9 @@ _KEYS = 256
 _PER_KEY = 8
 
 _TRACES: "OrderedDict[tuple, list]" = OrderedDict()
+#: Specializations of one-program launches seen once (``seen_before``), least recently seen dropped.
+_SEEN: "OrderedDict[tuple, None]" = OrderedDict()
+_SEEN_KEYS = 4096
 _LOCK = threading.Lock()
 #: The recorder of the batch now running its body, or None.
 _RECORDING = None
@@ -60,71 +59,12 @@ class Miss(Exception):
     """A replayed guard read another value than the trace's: the body must run."""
 
 
-@functools.lru_cache(maxsize=None)
-def _constant_types():
-    """What a trace may hold as a constant, and a key by value: immutable, hashable, or a function
-    (a jitted one passed as a constexpr, by identity)."""
-    import triton.language as tl
-
-    kernels = tuple(kind for kind in (getattr(sys.modules.get("triton.runtime.jit"), "KernelInterface", None),
-                                      getattr(sys.modules.get(_INTERPRETER), "InterpretedFunction", None))
-                    if isinstance(kind, type))
-    return (int, float, complex, bool, str, bytes, type(None), tl.dtype, enum.Enum, np.generic, np.dtype,
-            types.FunctionType, types.BuiltinFunctionType, type) + kernels
-
-
 #: The interpreter's handles that hold others (``batching_rules.HELD``): a step's result, kept in a slot.
 _HELD_HANDLES = ("TensorDescHandle", "BlockPointerHandle")
 
 
 class _Unrecordable(Exception):
     pass
-
-
-_ENVIRONMENT = (None, ())  #: a copy of the environment last read, and its TRITON_* variables
-
-
-def _knobs():
-    """The ``TRITON_*`` environment variables, sorted: read again only where the environment changed
-    (a comparison of ``os.environ``'s own dict with a copy, where it has one, costs less than
-    reading every variable through ``os.environ`` each launch)."""
-    global _ENVIRONMENT
-    data = getattr(os.environ, "_data", None)
-    if data is None or data != _ENVIRONMENT[0]:
-        _ENVIRONMENT = (None if data is None else dict(data),
-                        tuple(sorted(item for item in os.environ.items() if item[0].startswith("TRITON_"))))
-    return _ENVIRONMENT[1]
-
-
-def key(fn, builder, args):
-    """The specialization of a launch: what, besides the guards, steers the kernel's body (the
-    builder's class and options, Triton's environment variables, the arguments); None where an
-    argument cannot be told apart by what it is (its launches are not replayed)."""
-    import triton.language as tl
-
-    options = getattr(builder, "options", None)
-    try:
-        hash(options)
-    except TypeError:
-        options = repr(options)
-    parts = [fn, type(builder), options, _knobs(), special_registers.launch_warps]  # tl.extra.cuda.num_warps()
-    for name, value in args.items():
-        if isinstance(value, tl.core.tensor):
-            handle = value.handle
-            if type(value) is not tl.core.tensor or type(handle) is not _interpreter().TensorHandle:
-                return None
-            parts.append((name, str(value.type), handle.data.dtype.str, handle.data.shape))
-        elif isinstance(value, tl.constexpr) and isinstance(value.value, _constant_types()):
-            parts.append((name, tl.constexpr, type(value.value), value.value))
-        elif isinstance(value, _constant_types()):
-            parts.append((name, type(value), value))
-        else:
-            return None
-    try:
-        hash(tuple(parts))
-    except TypeError:
-        return None
-    return tuple(parts)
 
 
 def traces(launch_key):
@@ -147,10 +87,27 @@ def keep(launch_key, trace):
             _TRACES.popitem(last=False)
 
 
+def seen_before(launch_key):
+    """Whether a launch of ``launch_key`` was seen before; this one is noted. A launch of one program
+    gains nothing from a batch but the replays after it, so its body is recorded at its
+    specialization's second launch: a kernel launched once (a test's) never pays the recording."""
+    if launch_key is None:
+        return False
+    with _LOCK:
+        if launch_key in _SEEN:
+            _SEEN.move_to_end(launch_key)
+            return True
+        _SEEN[launch_key] = None
+        while len(_SEEN) > _SEEN_KEYS:
+            _SEEN.popitem(last=False)
+        return False
+
+
 def clear():
-    """Forget every trace (the switch going off)."""
+    """Forget every trace, and every launch seen (the switch going off)."""
     with _LOCK:
         _TRACES.clear()
+        _SEEN.clear()
 
 
 def _interpreter():

@@ -1,0 +1,75 @@
+"""A launch's specialization: what, besides the values the body reads back into Python (a trace's
+guards, ``replay``), steers a kernel's body. Launches of one specialization can share a trace."""
+
+import enum
+import functools
+import os
+import sys
+import types
+
+import numpy as np
+
+from . import special_registers
+
+__all__ = ["key", "constant_types"]
+
+_INTERPRETER = "triton.runtime.interpreter"
+
+
+@functools.lru_cache(maxsize=None)
+def constant_types():
+    """What a trace may hold as a constant, and a key by value: immutable, hashable, or a function
+    (a jitted one passed as a constexpr, by identity)."""
+    import triton.language as tl
+
+    kernels = tuple(kind for kind in (getattr(sys.modules.get("triton.runtime.jit"), "KernelInterface", None),
+                                      getattr(sys.modules.get(_INTERPRETER), "InterpretedFunction", None))
+                    if isinstance(kind, type))
+    return (int, float, complex, bool, str, bytes, type(None), tl.dtype, enum.Enum, np.generic, np.dtype,
+            types.FunctionType, types.BuiltinFunctionType, type) + kernels
+
+
+_ENVIRONMENT = (None, ())  #: a copy of the environment last read, and its TRITON_* variables
+
+
+def _knobs():
+    """The ``TRITON_*`` environment variables, sorted: read again only where the environment changed
+    (a comparison of ``os.environ``'s own dict with a copy, where it has one, costs less than
+    reading every variable through ``os.environ`` each launch)."""
+    global _ENVIRONMENT
+    data = getattr(os.environ, "_data", None)
+    if data is None or data != _ENVIRONMENT[0]:
+        _ENVIRONMENT = (None if data is None else dict(data),
+                        tuple(sorted(item for item in os.environ.items() if item[0].startswith("TRITON_"))))
+    return _ENVIRONMENT[1]
+
+
+def key(fn, builder, args):
+    """The specialization of a launch: what, besides the guards, steers the kernel's body (the
+    builder's class and options, Triton's environment variables, the arguments); None where an
+    argument cannot be told apart by what it is (its launches are not replayed)."""
+    import triton.language as tl
+
+    options = getattr(builder, "options", None)
+    try:
+        hash(options)
+    except TypeError:
+        options = repr(options)
+    parts = [fn, type(builder), options, _knobs(), special_registers.launch_warps]  # tl.extra.cuda.num_warps()
+    for name, value in args.items():
+        if isinstance(value, tl.core.tensor):
+            handle = value.handle
+            if type(value) is not tl.core.tensor or type(handle) is not sys.modules[_INTERPRETER].TensorHandle:
+                return None
+            parts.append((name, str(value.type), handle.data.dtype.str, handle.data.shape))
+        elif isinstance(value, tl.constexpr) and isinstance(value.value, constant_types()):
+            parts.append((name, tl.constexpr, type(value.value), value.value))
+        elif isinstance(value, constant_types()):
+            parts.append((name, type(value), value))
+        else:
+            return None
+    try:
+        hash(tuple(parts))
+    except TypeError:
+        return None
+    return tuple(parts)
