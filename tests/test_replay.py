@@ -342,3 +342,51 @@ def test_a_one_program_launch_is_recorded_at_its_second_launch_and_replayed_afte
             tensors, scalars = make()
             row_norm[grid](*tensors, *scalars, BLOCK=128)
     assert len(replayed) == 3 + 3
+
+
+@triton.jit
+def row_sums(x_ptr, out_ptr, N: tl.constexpr):
+    row = tl.program_id(0)
+    tl.store(out_ptr + row, tl.sum(tl.load(x_ptr + row * N + tl.arange(0, N)), axis=0))
+
+
+@triton.jit
+def warps_stored(out_ptr):
+    tl.store(out_ptr + tl.program_id(0), tl.extra.cuda.num_warps())
+
+
+@batching
+def test_launches_that_differ_in_num_warps_alone_share_a_trace_that_sums_in_each_launch_s_lane_order():
+    # an autotuner's Configs of warps and stages alone: one trace; the reduction reads the warps as it runs
+    x = torch.randn(4, 1024, generator=torch.Generator().manual_seed(3))
+    warps = (2, 8, 2, 8)
+    sums = {}
+    for mode in ("sequential", "batched"):
+        with kwshim.activate(grid=mode):
+            before = _record(row_sums)
+            sums[mode] = []
+            for count in warps:
+                out = torch.zeros(4)
+                row_sums[(4,)](x, out, N=1024, num_warps=count)
+                sums[mode].append(out)
+            after = _record(row_sums)
+    assert [s.view(torch.int32).tolist() for s in sums["batched"]] == \
+        [s.view(torch.int32).tolist() for s in sums["sequential"]]
+    assert not torch.equal(sums["sequential"][0], sums["sequential"][1])  # the lanes' order differs by warps
+    assert after["replayed"] - before["replayed"] == 3
+
+
+@batching
+@pytest.mark.skipif(not hasattr(getattr(getattr(tl, "extra", None), "cuda", None), "num_warps"),
+                    reason="this Triton has no tl.extra.cuda.num_warps")
+def test_a_body_that_reads_num_warps_keeps_its_trace_for_those_warps_alone():
+    stored = []
+    with kwshim.activate(grid="batched"):
+        before = _record(warps_stored)
+        for count in (2, 8, 2, 8):
+            out = torch.zeros(3, dtype=torch.int32)
+            warps_stored[(3,)](out, num_warps=count)
+            stored.append(out.tolist())
+        after = _record(warps_stored)
+    assert stored == [[2] * 3, [8] * 3, [2] * 3, [8] * 3]
+    assert after["replayed"] - before["replayed"] == 2  # each warps' trace, recorded once and replayed once

@@ -118,9 +118,9 @@ def _check_pack(pack, count):
     """Refuse a ``pack`` that does not divide each thread's elements, as compiled Triton's lowering
     does (measured on the H200: ``pack=2`` over 128 elements on 4 warps, one a thread, is refused)."""
     from ..errors import UncompilableError
-    from .special_registers import launch_warps
+    from .special_registers import body_warps
 
-    threads = 32 * (4 if launch_warps is None else launch_warps)
+    threads = 32 * body_warps()
     if pack > 1 and count % (threads * pack):
         raise UncompilableError(
             f"kwshim: compiled Triton cannot lower tl.map_elementwise with pack={pack} over {count} elements on "

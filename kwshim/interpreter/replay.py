@@ -6,12 +6,13 @@ helper) costs more than the arithmetic. Yet the body makes the same operations e
 as what steers its Python is the same. Those are the guards:
 
 - the specialization (``specialization.key``): the kernel, the builder's class (the numerics) and options,
-  Triton's environment variables (``TRITON_*``: knobs the front end reads), the launch's
-  ``num_warps`` (``tl.extra.cuda.num_warps()``), each tensor argument's
+  Triton's environment variables (``TRITON_*``: knobs the front end reads), each tensor argument's
   Triton type and its handle's NumPy type and shape, and every other argument's value (constexprs,
   and floats, which the body turns into constants);
 - every value the body reads from a tensor: ``bool()`` and ``index()``, that is ``if``, ``while``
-  and ``range`` (``program_axis.on_read``), each recorded with the value it had.
+  and ``range`` (``program_axis.on_read``), each recorded with the value it had;
+- the launch's ``num_warps``, where the body read it (``tl.extra.cuda.num_warps()``); a trace whose
+  body did not is any warps' (a reduction reads them as it runs: the lanes' order).
 
 The first batch of a specialization runs the body and records its builder operations, reductions
 and scans as steps on numbered slots (``Recorder``); the launch's tensor arguments are the inputs.
@@ -32,7 +33,7 @@ import sys
 import threading
 from collections import OrderedDict
 
-from . import program_axis
+from . import program_axis, special_registers
 from .specialization import constant_types as _constant_types, key
 from .steps import (BUILDER, OPERATION_NAMES, Folded, Guard, SequenceOf, Slot, TensorOf, foldable, only_a_type,
                     slots_in)
@@ -122,6 +123,7 @@ class Recorder:
         import triton.language as tl
 
         self.size, self.steps, self.inputs, self.depth, self.broken = 0, [], [], 0, None
+        self.warps_reads = special_registers.warps_reads  #: the body's reads of num_warps before it ran
         self.builder = None  #: the builder object of the body's builder operations
         #: handles of slots below ``keep_below`` that steps take, kept for ``loop_replay`` while it
         #: watches an iteration (0: none)
@@ -228,11 +230,17 @@ class Recorder:
         return None if self.broken is not None else Trace(self, per_program)
 
 
+_ANY_WARPS = object()
+
+
 class Trace:
     """A recorded run of a kernel's body, replayed on another launch's arguments (see the module)."""
 
     def __init__(self, recorder, per_program):
         self.size, self.inputs, self.per_program = recorder.size, tuple(recorder.inputs), per_program
+        #: the launch's num_warps where the body read it (a constant of the steps), else any
+        self.warps = special_registers.launch_warps if special_registers.warps_reads != recorder.warps_reads \
+            else _ANY_WARPS
         recorded = [step for step in recorder.steps if type(step) is Guard or not only_a_type(step, step[4])]
         last = {}
         for number, step in enumerate(recorded):
@@ -264,8 +272,12 @@ class Trace:
         recorder.steps = []  # the recorder lives on in its handles' tags (a folded one's too); its steps need not
 
     def replay(self, builder, args):
-        """The recorded steps on ``args``' handles (``Miss`` where a guard reads another value)."""
+        """The recorded steps on ``args``' handles (``Miss`` where a guard reads another value, or the
+        body read another launch's num_warps)."""
         import triton.language as tl
+
+        if self.warps is not _ANY_WARPS and self.warps != special_registers.launch_warps:
+            raise Miss()
 
         values = [None] * self.size
         for name, slot in self.inputs:

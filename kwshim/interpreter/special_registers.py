@@ -25,7 +25,7 @@ import numpy as np
 
 from .language_patch import front_end, front_end_keyword
 
-__all__ = ["read", "install", "originals", "launch_warps", "SMS"]
+__all__ = ["read", "install", "originals", "launch_warps", "warps_reads", "body_warps", "SMS"]
 
 _INTERPRETER = "triton.runtime.interpreter"
 _MODULES = ("triton.language.extra.cuda", "triton.language.extra.cuda.utils")
@@ -35,6 +35,9 @@ SMS = 132
 #: ``num_warps`` of the launch in progress (None: not given, Triton's default of 4). Set for the
 #: length of a launch by the launch paths (``launch.kernel``), under the launch lock.
 launch_warps = None
+#: How often a kernel's body has read ``launch_warps`` (``body_warps``): a trace recorded across such a
+#: read holds it as a constant, so it is good for its launch's warps alone (``replay``).
+warps_reads = 0
 
 _REGISTERS = {"mov.u64 $0, %globaltimer;": "globaltimer", "mov.u32 $0, %smid;": "smid"}
 
@@ -99,11 +102,18 @@ def _through_front_end(stub):
     return function
 
 
+def body_warps():
+    """The launch's ``num_warps``, read by a kernel's body (counted in ``warps_reads``)."""
+    global warps_reads
+    warps_reads += 1
+    return 4 if launch_warps is None else launch_warps
+
+
 def _warps(original):
     def num_warps(*args, **ignored):
         import triton.language as tl
 
-        return tl.constexpr(4 if launch_warps is None else launch_warps)
+        return tl.constexpr(body_warps())
 
     return num_warps
 
@@ -112,7 +122,7 @@ def _threads(original):
     def num_threads(*args, **ignored):
         import triton.language as tl
 
-        return tl.constexpr(32 * (4 if launch_warps is None else launch_warps))
+        return tl.constexpr(32 * body_warps())
 
     return num_threads
 

@@ -9,7 +9,6 @@ import types
 
 import numpy as np
 
-from . import special_registers
 
 __all__ = ["key", "constant_types"]
 
@@ -47,7 +46,9 @@ def _knobs():
 def key(fn, builder, args):
     """The specialization of a launch: what, besides the guards, steers the kernel's body (the
     builder's class and options, Triton's environment variables, the arguments); None where an
-    argument cannot be told apart by what it is (its launches are not replayed)."""
+    argument cannot be told apart by what it is (its launches are not replayed). The launch's
+    ``num_warps`` is no part of it: an autotuner's Configs that differ in warps and stages alone
+    share a trace, whose reductions read the warps as they run (the lanes' order)."""
     import triton.language as tl
 
     options = getattr(builder, "options", None)
@@ -55,7 +56,7 @@ def key(fn, builder, args):
         hash(options)
     except TypeError:
         options = repr(options)
-    parts = [fn, type(builder), options, _knobs(), special_registers.launch_warps]  # tl.extra.cuda.num_warps()
+    parts = [fn, type(builder), options, _knobs()]  # not num_warps: a body that reads it guards its trace (replay)
     for name, value in args.items():
         if isinstance(value, tl.core.tensor):
             handle = value.handle
