@@ -109,6 +109,37 @@ def test_autograd_s_gradients_are_device_tensors(device_running_kernels):
     assert linear.weight.grad.device.type == "cuda" and linear.bias.grad.tolist() == [5.0, 5.0]
 
 
+def test_the_zeros_autograd_makes_for_an_unused_output_are_device_tensors():
+    # a recurrent kernel's final state, returned beside its output and left out of the loss: a GPU
+    # hands backward CUDA zeros for it, which a kernel launched with them takes
+    seen = {}
+
+    class TwoOutputs(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            return x * 2, x * 3
+
+        @staticmethod
+        def backward(ctx, grad_out, grad_state):
+            seen["devices"] = (grad_out.device, grad_state.device)
+            seen["zeros"] = torch.equal(grad_state, torch.zeros_like(grad_state))
+            return grad_out * 2 + grad_state
+
+    function, node = vars(torch.autograd.function.Function)["apply"], \
+        vars(torch.autograd.function.BackwardCFunction)["apply"]
+    with kwshim.activate(device="cuda"):
+        x = torch.randn(4, device="cuda", requires_grad=True)
+        out, state = TwoOutputs.apply(x)
+        out.sum().backward()
+        assert seen["devices"] == (torch.device("cuda", 0),) * 2 and seen["zeros"]
+        assert x.grad.device.type == "cuda" and x.grad.tolist() == [2.0] * 4
+        host = torch.randn(4, requires_grad=True)  # a CPU Function's zeros stay the CPU's
+        TwoOutputs.apply(host)[0].sum().backward()
+        assert seen["devices"] == (torch.device("cpu"),) * 2
+    assert vars(torch.autograd.function.Function)["apply"] is function  # restored exactly
+    assert vars(torch.autograd.function.BackwardCFunction)["apply"] is node
+
+
 def test_modules_move_their_parameters_in_place_and_back(device):
     linear = torch.nn.Linear(4, 2)
     weight = linear.weight

@@ -12,7 +12,9 @@ the same GPU, so that a suite written for a GPU runs unedited on the interpreter
 - ``allocations``: the allocation statistics, counted from the live storages of the device's tensors;
 - ``triton_driver``: what ``triton.runtime.driver.active`` answers;
 - ``cpu_refusals``: torch's own refusals of CPU tensors lifted where its eager code is the same on
-  both devices (``flex_attention``'s backward).
+  both devices (``flex_attention``'s backward);
+- ``unused_outputs``: the zeros autograd hands a custom Function's ``backward`` for an output the
+  loss does not use, on the device, as a GPU's are.
 
 All of it is set through the switch's ``Patch`` and undone with it. Nothing here is imported
 unless the setting asks for it (torch is needed).
@@ -23,7 +25,7 @@ __all__ = ["install"]
 
 def install(patch, device: str) -> None:
     """Put the virtual ``device`` (``"cuda"``) in place through ``patch``."""
-    from . import cpu_refusals, device_tensor, kernel_arguments, placement, torch_cuda, triton_driver
+    from . import cpu_refusals, device_tensor, kernel_arguments, placement, torch_cuda, triton_driver, unused_outputs
     from .model import H200
 
     torch_cuda.install(patch, H200)
@@ -32,3 +34,4 @@ def install(patch, device: str) -> None:
     triton_driver.install(patch, H200)
     cpu_refusals.install(patch)
     kernel_arguments.install(patch)
+    unused_outputs.install(patch)
