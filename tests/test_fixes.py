@@ -348,3 +348,28 @@ def test_dot_scaled_runs_where_the_interpreter_has_none(grid):
     expected = (a_values.double() @ b_values.double()).float()  # every product and sum exact here
     expected[:, 3] = float("nan")
     assert torch.equal(out.isnan(), expected.isnan()) and torch.equal(out.nan_to_num(), expected.nan_to_num())
+
+
+@triton.jit
+def scaled_by(x_ptr, out_ptr, scale, BLOCK: tl.constexpr):
+    offsets = tl.arange(0, BLOCK)
+    x = tl.load(x_ptr + offsets)
+    tl.store(out_ptr + offsets, (scale * x).to(tl.float32))
+    tl.store(out_ptr + BLOCK + offsets, (scale > x).to(tl.float32))
+    tl.store(out_ptr + 2 * BLOCK + offsets, (scale - x).to(tl.float32))
+
+
+@needs_block_loads
+@pytest.mark.parametrize("grid", ["sequential", "batched"])
+def test_a_constexpr_s_arithmetic_with_a_tensor_gives_a_tensor_as_compiled_triton_does(grid):
+    """An int argument equal to 1 is a constexpr, as compiled Triton specialises it: ``scale * x`` is
+    the tensor's ``__rmul__`` there, where the interpreter's ``constexpr.__mul__`` wrapped the tensor
+    (``'constexpr' object has no attribute 'dtype'`` in ``tl.sum``)."""
+    before = dict(vars(tl.core.constexpr))
+    x, out = torch.tensor([0.5, 2.0, -1.0, 3.0]), torch.zeros(12)
+    with kwshim.activate(grid=grid):
+        scaled_by[(1,)](x, out, 1, BLOCK=4)
+        assert out.tolist() == [0.5, 2.0, -1.0, 3.0, 1.0, 0.0, 1.0, 0.0, 0.5, -1.0, 2.0, -2.0]
+        scaled_by[(1,)](x, out, 2, BLOCK=4)  # an argument, not a constexpr: the same arithmetic
+        assert out.tolist() == [1.0, 4.0, -2.0, 6.0, 1.0, 0.0, 1.0, 0.0, 1.5, 0.0, 3.0, -1.0]
+    assert dict(vars(tl.core.constexpr)) == before

@@ -16,6 +16,12 @@ compiled Triton runs, the gap is filled while the switch is on (probed on the in
   interpreter compiles the kernel's source again with its globals only (``name 'compare' is not
   defined``), where compiled Triton resolves the names it closes over;
 
+- a constexpr's arithmetic with a tensor (``scale * x`` where ``scale`` is an argument equal to 1,
+  which compiled Triton, and kwshim's binding, specialise to a constexpr): compiled Triton hands the
+  operation to the tensor (``x.__rmul__(scale)``); the interpreter runs ``constexpr.__mul__``, which
+  wraps the tensor in a constexpr, and ``tl.sum`` of it fails (``'constexpr' object has no attribute
+  'dtype'``; flash-linear-attention's ttt backward);
+
 A new interpreter fix goes here: a probe of the gap, a replacement, one line in ``install``.
 """
 
@@ -310,9 +316,48 @@ def _mended_tensor_patch(interpreter):
     return patch_lang_tensor
 
 
+def _constexpr_operators(constexpr, tensor):
+    """(name, replacement) for each binary operator of ``constexpr`` that wraps a tensor operand in a
+    constexpr where compiled Triton's code generator calls the tensor's reflected method (probed with
+    a tensor whose reflected method answers)."""
+
+    class Probe(tensor):
+        def __init__(self):
+            pass
+
+    found = []
+    for name in ("add", "sub", "mul", "truediv", "floordiv", "mod", "pow", "and", "or", "xor", "lshift", "rshift",
+                 "gt", "ge", "lt", "le"):
+        forward, reflected = f"__{name}__", f"__r{name}__"
+        original = vars(constexpr).get(forward)
+        if original is None or reflected not in vars(tensor):
+            continue
+        setattr(Probe, reflected, lambda self, other: self)  # the code generator's call
+        mirror = {"gt": "__lt__", "ge": "__le__", "lt": "__gt__", "le": "__ge__"}.get(name)
+        if mirror is not None:
+            setattr(Probe, mirror, lambda self, other: self)  # Python's, in ``1 > x``
+        try:
+            gap = isinstance(original(constexpr(1), Probe()), constexpr)
+        except Exception:  # noqa: BLE001 (an operator that refuses a tensor: the front end's answer stands)
+            gap = False
+        if gap:
+            found.append((forward, _deferring(original, reflected, tensor, constexpr)))
+    return found
+
+
+def _deferring(original, reflected, tensor, constexpr):
+    def operator(self, other):
+        if isinstance(other, tensor) and not isinstance(other, constexpr):
+            return getattr(other, reflected)(self)
+        return original(self, other)
+
+    operator.__name__ = original.__name__
+    return operator
+
+
 def install(patch):
     """Fill the installed interpreter's gaps through ``patch``: ``tl.sort``, ``tl.map_elementwise``, the builder's,
-    ``tl.dot_scaled`` (``scaled_dots``), loop variables, a scalar's index."""
+    ``tl.dot_scaled`` (``scaled_dots``), loop variables, a constexpr's operators, a scalar's index."""
     import triton.language as tl
     from triton.runtime import interpreter
 
@@ -335,6 +380,8 @@ def install(patch):
             patch.setattr(builder_class, name, replacement)
     scaled_dots.install(patch, builder_class)
     _install_loop_variables(patch, interpreter)
+    for name, operator in _constexpr_operators(tl.core.constexpr, tl.core.tensor):
+        patch.setattr(tl.core.constexpr, name, operator)
     mended = _mended_tensor_patch(interpreter)
     if mended is not None:
         patch.setattr(tl.core.tensor, "__index__", _scalar_index)  # what a launch sets, put back at the end
