@@ -37,7 +37,6 @@ FALLBACKS = {
     "create_atomic_store": "an atomic",
     "create_atomic_poll": "an atomic",
     "create_print": "device_print",
-    "create_inline_asm": "inline assembly",
     "create_histogram": "tl.histogram",
     "create_gather": "tl.gather",
     "create_dot_scaled": "tl.dot_scaled",
@@ -51,6 +50,7 @@ _PROGRAM_AXIS = (
     "create_load", "create_store", "create_masked_load", "create_masked_store", "create_atomic_rmw",
     "create_descriptor_load", "create_descriptor_store", "create_assert", "create_advance",
     "create_tensor_pointer_load", "create_tensor_pointer_store",
+    "create_inline_asm",  # element-wise fp32 arithmetic (``inline_ptx``); any other assembly falls back
 )
 
 _ELEMENT_WISE = (

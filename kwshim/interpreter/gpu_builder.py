@@ -23,7 +23,7 @@ import sys
 import numpy as np
 
 from .. import compat
-from . import conversions, lane_order, special_registers
+from . import conversions, inline_ptx, lane_order, special_registers
 from .fma import fma
 from .formats import ML_DTYPES, bits_type, is_fp8, is_ml_dtype, numpy_dtype_function
 
@@ -171,6 +171,8 @@ def gpu_builder_class(base):
 
         def create_inline_asm(self, inlineAsm, constraints, values, type, isPure, pack):
             read = special_registers.read(self, inlineAsm, values, type)  # %globaltimer, %smid
+            if read is None:  # element-wise fp32 arithmetic (flash-linear-attention's softplus)
+                read = inline_ptx.results(inlineAsm, constraints, values, type, pack)
             return base.create_inline_asm(self, inlineAsm, constraints, values, type, isPure, pack) \
                 if read is None else read
 

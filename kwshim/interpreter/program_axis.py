@@ -34,7 +34,7 @@ import sys
 
 import numpy as np
 
-from . import batching_rules, block_pointers, memory, rows
+from . import batching_rules, block_pointers, inline_ptx, memory, rows
 
 __all__ = ["Fallback", "Diverged", "ProgramAxisOperations", "batched_builder_class", "tensor_entries", "truth",
            "index"]
@@ -119,6 +119,12 @@ class ProgramAxisOperations:
     is the release's own, or kwshim's GPU builder)."""
 
     kwshim_batch = None
+
+    def create_inline_asm(self, inlineAsm, constraints, values, type, isPure, pack):
+        found = inline_ptx.results(inlineAsm, constraints, values, type, pack)  # element-wise, programs and all
+        if found is None:
+            raise Fallback("inline assembly")
+        return found
 
     def create_get_program_id(self, axis):
         return _interpreter().TensorHandle(self.kwshim_batch.program_ids[axis], _interpreter().tl.int32)

@@ -25,7 +25,7 @@ import numpy as np
 
 from .language_patch import front_end, front_end_keyword
 
-__all__ = ["read", "install", "originals", "launch_warps", "warps_reads", "body_warps", "SMS"]
+__all__ = ["read", "Results", "install", "originals", "launch_warps", "warps_reads", "body_warps", "SMS"]
 
 _INTERPRETER = "triton.runtime.interpreter"
 _MODULES = ("triton.language.extra.cuda", "triton.language.extra.cuda.utils")
@@ -57,10 +57,10 @@ def read(builder, asm, values, types):
         _, rows, columns = builder.grid_dim
         value = ((x * rows + y) * columns + z) % SMS
     data = np.array([value], dtype=interpreter._get_np_dtype(element))
-    return _Results([interpreter.TensorHandle(data, element)])
+    return Results([interpreter.TensorHandle(data, element)])
 
 
-class _Results:
+class Results:
     """What the builder's ``create_inline_asm`` returns: its results by index."""
 
     def __init__(self, handles):
