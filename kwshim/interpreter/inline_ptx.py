@@ -12,7 +12,6 @@ a few ulps of that). Anything else (another instruction, another type, ``pack`` 
 special register) is None: the interpreter's own refusal stands.
 """
 
-import re
 import sys
 
 import numpy as np
@@ -27,7 +26,6 @@ _COMPARE = {"gt": np.greater, "ge": np.greater_equal, "lt": np.less, "le": np.le
             "ne": np.not_equal}
 _BINARY = {"add": np.add, "sub": np.subtract, "mul": np.multiply, "min": np.fmin, "max": np.fmax}
 _UNARY = {"mov": lambda x: x, "neg": np.negative, "abs": np.abs}
-_REGISTER = re.compile(r"^\$(\d+)$")
 
 
 class _Unsupported(Exception):
@@ -39,17 +37,16 @@ def _flushed(data):
     return np.where(np.abs(data) < _TINY, np.copysign(np.float32(0), data), data).astype(np.float32)
 
 
-def _log2_approximation(data):
-    with np.errstate(divide="ignore", invalid="ignore"):
-        return np.log2(_flushed(data).astype(np.float64)).astype(np.float32)
-
-
-def _approximation(name, data):
-    if name == "ex2":
+def _approximation(name, data, ftz):
+    """``ex2.approx`` or ``lg2.approx`` of fp32 ``data``: in fp64, rounded to fp32; under ``.ftz`` a
+    subnormal input is a zero and an ``ex2`` result below fp32's normals is too (``tl.exp2``'s model)."""
+    if name == "ex2" and ftz:
         from .gpu_arithmetic import exp2_approximation  # which builds on the builder that calls this
 
-        return exp2_approximation(_flushed(data))
-    return _log2_approximation(data)
+        return exp2_approximation(data)  # a subnormal input gives 1, as a zero does
+    with np.errstate(divide="ignore", invalid="ignore"):
+        wide = (_flushed(data) if ftz else data).astype(np.float64)
+        return (np.exp2(wide) if name == "ex2" else np.log2(wide)).astype(np.float32)
 
 
 def _statements(asm):
@@ -112,7 +109,7 @@ def _run(asm, registers, shape):
             value = fma(*[np.broadcast_to(np.asarray(f, np.float32), shape) for f in factors]).astype(np.float32)
             value = _flushed(value) if ftz else value
         elif parts[0] in ("ex2", "lg2") and "approx" in parts and len(operands) == 2:
-            value = _approximation(parts[0], np.broadcast_to(np.asarray(read(operands[1]), np.float32), shape))
+            value = _approximation(parts[0], np.broadcast_to(np.asarray(read(operands[1]), np.float32), shape), ftz)
         else:
             raise _Unsupported(opcode)
         if operands[0] not in registers:
