@@ -65,6 +65,10 @@ def test_a_batch_of_programs_runs_element_wise_assembly_and_falls_back_for_other
         rows_moved[(8,)](x, out, ASM="mul.rn.f32 $0, $1, 2.0;", N=16)
         assert torch.equal(out, x * 2)
         assert programs.fallback_reasons().get(rows_moved.fn.__qualname__) is None
+        x[0, :2] = float("nan")  # setp's ne is ordered: false for NaN, where NumPy's != is true
+        rows_moved[(8,)](x, out, ASM="{ .reg .pred p; setp.ne.f32 p, $1, 0.5; @p mov.f32 $0, 1.0; "
+                                     "@!p mov.f32 $0, 2.0; }", N=16)
+        assert out[0, :2].tolist() == [2.0, 2.0] and out[0, 2:].eq(1.0).all() and out[1:].eq(1.0).all()
         with pytest.raises(Exception, match="inline_asm not supported"):
             rows_moved[(8,)](x, out, ASM="cvt.rni.f32.f32 $0, $1;", N=16)  # not run here: refused, as before
         assert programs.fallback_reasons().get(rows_moved.fn.__qualname__) == "inline assembly"

@@ -22,8 +22,9 @@ from .special_registers import Results
 __all__ = ["evaluate", "results"]
 
 _TINY = np.float32(np.finfo(np.float32).tiny)
+#: ``setp``'s ordered comparisons: false where either operand is NaN (``ne`` too, unlike NumPy's ``!=``)
 _COMPARE = {"gt": np.greater, "ge": np.greater_equal, "lt": np.less, "le": np.less_equal, "eq": np.equal,
-            "ne": np.not_equal}
+            "ne": lambda a, b: np.not_equal(a, b) & ~np.isnan(a) & ~np.isnan(b)}
 _BINARY = {"add": np.add, "sub": np.subtract, "mul": np.multiply, "min": np.fmin, "max": np.fmax}
 _UNARY = {"mov": lambda x: x, "neg": np.negative, "abs": np.abs}
 
