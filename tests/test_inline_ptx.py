@@ -20,7 +20,7 @@ needs_assembly = pytest.mark.skipif(
     not hasattr(getattr(__import__("triton.runtime.interpreter").runtime.interpreter, "InterpreterBuilder", None),
                 "create_inline_asm"), reason="this interpreter's builder has no inline assembly at all")
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-RECORD = os.path.join(ROOT, "parity", "inline_ptx_gpu.json")
+RECORD = os.path.join(ROOT, "parity", "inline_ptx_h100.json")
 
 
 def _softplus_steps(x):
@@ -78,6 +78,9 @@ def test_a_batch_of_programs_runs_element_wise_assembly_and_falls_back_for_other
 @needs_block_loads
 @pytest.mark.skipif(not os.path.exists(RECORD), reason="no GPU record of the inline PTX yet")
 def test_the_inline_ptx_gives_the_gpu_s_bits_but_for_its_approximations():
+    """Measured on an H100: ``mov`` and the predicated ``mov`` branch are the GPU's bits; the
+    rest is within ``lg2.approx``'s bound as PTX states it, 2**-22 absolute where the result is
+    below 1 (the GPU's ``lg2`` of ``1 + 2**-23`` is 2.79e-7, not 1.72e-7), relative above."""
     from parity import inline_ptx
 
     with open(RECORD) as handle:
@@ -85,9 +88,14 @@ def test_the_inline_ptx_gives_the_gpu_s_bits_but_for_its_approximations():
     with kwshim.activate(grid="sequential"):
         here = inline_ptx.results("cpu")
     assert here["mov"] == gpu["mov"]
-    for name in ("softplus", "softplus2"):
-        ours = np.array(here[name], np.int32).view(np.float32)
-        theirs = np.array(gpu[name], np.int32).view(np.float32)
+    x = inline_ptx.inputs()
+    for name, threshold in (("softplus", 20), ("softplus2", 15)):
+        ours = np.array(here[name], np.int32)
+        theirs = np.array(gpu[name], np.int32)
+        moved = x > threshold
+        assert np.array_equal(ours[moved], theirs[moved]), name
+        ours, theirs = ours.view(np.float32), theirs.view(np.float32)
         assert np.array_equal(np.isnan(ours), np.isnan(theirs)), name
-        close = np.isclose(ours, theirs, rtol=2 ** -20, atol=2 ** -126) | np.isnan(theirs)
-        assert close.all(), (name, inline_ptx.inputs()[~close][:5], ours[~close][:5], theirs[~close][:5])
+        bound = 2.0 ** -22 * np.maximum(1, np.abs(theirs.astype(np.float64)))
+        close = (ours == theirs) | (np.abs(ours.astype(np.float64) - theirs) <= bound) | np.isnan(theirs)
+        assert close.all(), (name, x[~close][:5], ours[~close][:5], theirs[~close][:5])

@@ -8,7 +8,7 @@ kernels, and its ``safe_dot`` (a ``mov.f32``, on Blackwell). ``evaluate`` runs s
 whole blocks: straight-line instructions on fp32 registers, each under its predicate where it has
 one, with ``ex2.approx`` as ``tl.exp2`` is modelled (``gpu_arithmetic``) and ``lg2.approx`` as
 ``log2`` in fp64 rounded to fp32 (its subnormal inputs zeros under ``.ftz``; the GPU's is within
-a few ulps of that). Anything else (another instruction, another type, ``pack`` above 1, a
+PTX's stated bound of that, 2**-22 absolute below 1 and relative above, measured on an H100). Anything else (another instruction, another type, ``pack`` above 1, a
 special register) is None: the interpreter's own refusal stands.
 """
 
