@@ -33,8 +33,9 @@ def inline_ptx(x_ptr, out_ptr, ASM: tl.constexpr, N: tl.constexpr):
 def inputs():
     """fp32 values over softplus' range, its thresholds, signed zeros, a subnormal, infinities, NaN."""
     spread = np.linspace(-60, 40, N - 12, dtype=np.float32)
-    edges = np.array([0.0, -0.0, 1e-40, 15.0, 20.0, np.nextafter(np.float32(20), np.float32(30)), -np.inf, np.inf, np.nan,
-                      -126.5, -149.0, 88.0], dtype=np.float32)
+    above_20 = np.nextafter(np.float32(20), np.float32(30))
+    edges = np.array([0.0, -0.0, 1e-40, 15.0, 20.0, above_20, -np.inf, np.inf, np.nan, -126.5, -149.0, 88.0],
+                     dtype=np.float32)
     return np.concatenate([spread, edges])
 
 

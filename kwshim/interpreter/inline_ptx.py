@@ -7,8 +7,9 @@ flash-linear-attention's ``softplus`` (on NVIDIA GPUs: ``setp``, then under pred
 kernels, and its ``safe_dot`` (a ``mov.f32``, on Blackwell). ``evaluate`` runs such assembly on
 whole blocks: straight-line instructions on fp32 registers, each under its predicate where it has
 one, with ``ex2.approx`` as ``tl.exp2`` is modelled (``gpu_arithmetic``) and ``lg2.approx`` as
-``log2`` in fp64 rounded to fp32 (its subnormal inputs zeros under ``.ftz``; the GPU's is within
-PTX's stated bound of that, 2**-22 absolute below 1 and relative above, measured on an H100). Anything else (another instruction, another type, ``pack`` above 1, a
+``log2`` in fp64 rounded to fp32 (its subnormal inputs zeros under ``.ftz``). The GPU's
+``lg2.approx`` is within PTX's stated bound of that, 2**-22 absolute below 1 and relative above
+(measured on an H100). Anything else (another instruction, another type, ``pack`` above 1, a
 special register) is None: the interpreter's own refusal stands.
 """
 
