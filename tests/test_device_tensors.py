@@ -140,6 +140,38 @@ def test_the_zeros_autograd_makes_for_an_unused_output_are_device_tensors():
     assert vars(torch.autograd.function.BackwardCFunction)["apply"] is node
 
 
+@triton.jit
+def plus_one(x_ptr, out_ptr, BLOCK: tl.constexpr):
+    offsets = tl.arange(0, BLOCK)
+    tl.store(out_ptr + offsets, tl.load(x_ptr + offsets) + 1)
+
+
+def test_a_compiled_function_runs_eagerly_on_the_device_and_compiles_again_after():
+    # flash-linear-attention's rwkv7 backward: @torch.compile(fullgraph=True) around torch code and a
+    # kernel; Dynamo cannot trace a device tensor ("does not know how to trace method dim")
+    @torch.compile(fullgraph=True)
+    def shifted_difference(x, previous):
+        if previous.dim() == 2:
+            previous = previous.unsqueeze(1)
+        shifted = torch.cat((previous, x[:, :-1]), dim=1) - x
+        out = torch.empty_like(shifted)
+        plus_one[(1,)](shifted, out, BLOCK=16)
+        return out.sum(dim=0)
+
+    @torch.compile(backend="eager", fullgraph=True)
+    def compiling(x):
+        return x + torch.compiler.is_compiling()
+
+    x, previous = torch.randn(2, 8, 1), torch.randn(2, 1)
+    expected = (torch.cat((previous.unsqueeze(1), x[:, :-1]), dim=1) - x + 1).sum(dim=0)
+    needs_block_loads(lambda: None)()
+    with kwshim.activate(device="cuda"):
+        out = shifted_difference(x.cuda(), previous.cuda())
+        assert out.device.type == "cuda" and torch.equal(out.cpu(), expected)
+        assert compiling(torch.zeros(1)).item() == 0  # eager: not compiling
+    assert compiling(torch.zeros(1)).item() == 1  # the switch off: Dynamo traces again
+
+
 def test_modules_move_their_parameters_in_place_and_back(device):
     linear = torch.nn.Linear(4, 2)
     weight = linear.weight

@@ -25,7 +25,8 @@ __all__ = ["install"]
 
 def install(patch, device: str) -> None:
     """Put the virtual ``device`` (``"cuda"``) in place through ``patch``."""
-    from . import cpu_refusals, device_tensor, kernel_arguments, placement, torch_cuda, triton_driver, unused_outputs
+    from . import (cpu_refusals, device_tensor, eager_compile, kernel_arguments, placement, torch_cuda, triton_driver,
+                   unused_outputs)
     from .model import H200
 
     torch_cuda.install(patch, H200)
@@ -35,3 +36,4 @@ def install(patch, device: str) -> None:
     cpu_refusals.install(patch)
     kernel_arguments.install(patch)
     unused_outputs.install(patch)
+    eager_compile.install(patch)
