@@ -5,6 +5,8 @@ reach kernels as their own memory."""
 import copy
 import io
 import pickle
+import subprocess
+import sys
 
 import pytest
 
@@ -18,6 +20,7 @@ import triton.language as tl  # noqa: E402
 
 import kwshim  # noqa: E402
 
+from ._subprocess import environment  # noqa: E402
 from .kernels import needs_block_loads  # noqa: E402
 
 
@@ -349,3 +352,17 @@ def test_half_precision_matmuls_sum_in_fp32_and_round_once_as_cublas(device):
         h200 = torch.tensor(answers[index]["bits"], dtype=torch.int16)
         differ = int((torch.tensor(half_matmul.bits(on_device)) != h200).sum())
         assert differ <= int((torch.tensor(half_matmul.bits(on_cpu)) != h200).sum()) and differ <= 0.002 * h200.numel()
+
+
+def test_a_function_compiled_while_the_device_is_on_runs_eagerly_and_compiles_after():
+    code = ("import torch, kwshim\n"
+            "assert 'torch._dynamo' not in __import__('sys').modules\n"
+            "with kwshim.activate(device='cuda'):\n"
+            "    compiling = torch.compile(lambda x: x + torch.compiler.is_compiling(), backend='eager',\n"
+            "                              fullgraph=True)\n"
+            "    print(compiling(torch.zeros(1, device='cuda')).item())\n"
+            "print(compiling(torch.zeros(1)).item(), torch.compile.__module__)\n")
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                            env=environment(TRITON_INTERPRET="1"))
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert result.stdout.split() == ["0.0", "1.0", "torch"]  # eager under the device; compiled, and torch's own, after

@@ -15,17 +15,41 @@ the device does), a fullgraph function that Dynamo would refuse runs anyway, and
 count nothing.
 """
 
+import functools
+import sys
+
 __all__ = ["install"]
 
 
 def install(patch) -> None:
-    """The eager stance while ``patch`` holds; probed, not read from a version: a torch with
-    neither stances nor ``torch._dynamo.config.disable`` is left alone."""
-    try:
-        import torch.compiler
-        from torch._dynamo import config
-    except ImportError:  # a torch without Dynamo: nothing compiles
+    """The eager stance while ``patch`` holds, from the moment Dynamo is there: now, if it is
+    imported, else at the first ``torch.compile`` (importing Dynamo changes torch's own functions,
+    so the switch does not import it)."""
+    import torch
+
+    if _eager(patch):
         return
+    compile_function = torch.compile
+    done = []
+
+    @functools.wraps(compile_function)
+    def compile(*args, **kwargs):
+        compiled = compile_function(*args, **kwargs)  # imports Dynamo
+        if not done:
+            done.append(_eager(patch))
+        return compiled
+
+    patch.setattr(torch, "compile", compile)
+
+
+def _eager(patch) -> bool:
+    """Run compiled functions eagerly until ``patch`` is undone, if Dynamo is imported. Probed, not
+    read from a version: a torch with neither stances nor Dynamo's switch is left alone."""
+    if "torch._dynamo" not in sys.modules:
+        return False
+    import torch.compiler
+    from torch._dynamo import config
+
     if hasattr(torch.compiler, "set_stance"):
         stance = torch.compiler.set_stance("force_eager")
         patch.on_undo(lambda: stance.__exit__(None, None, None))
@@ -33,3 +57,4 @@ def install(patch) -> None:
         prior = config.disable
         config.disable = True
         patch.on_undo(lambda: setattr(config, "disable", prior))
+    return True
