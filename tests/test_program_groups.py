@@ -70,6 +70,38 @@ def pairs_write_one_row(x_ptr, BLOCK: tl.constexpr):
         tl.store(x_ptr + pid // 2 * BLOCK + offs, tl.zeros([BLOCK], tl.int32) + pid)
 
 
+@triton.jit
+def pairs_write_one_element(x_ptr):
+    """``pairs_write_one_row`` with a store of one element: records that are not rows."""
+    pid = tl.program_id(0)
+    for _ in range(1 + (pid + 1) // 2 % 2):
+        tl.store(x_ptr + pid // 2, pid)
+
+
+@triton.jit
+def token_parallel(x_ptr, out_ptr, T, BC: tl.constexpr):
+    """flash-linear-attention's ``chunk_kda_fwd_kernel_intra_token_parallel``: a program per token,
+    looping over the tokens before it in its sub-chunk of ``BC`` (a trip count that cycles through
+    1..BC along the grid), each trip loading and storing one element: no rows."""
+    i_t = tl.program_id(0)
+    i_ts = i_t // BC * BC
+    x = tl.load(x_ptr + i_t)
+    for j in range(i_ts, min(i_t + 1, T)):
+        tl.store(out_ptr + i_t * BC + j - i_ts, x * tl.load(x_ptr + j))
+
+
+@batching
+def test_a_token_parallel_loop_runs_as_one_batch_per_trip_count_with_the_loop_s_bits(groups):
+    torch.manual_seed(0)
+    x = torch.randn(256)
+    looped, batched = _both(token_parallel, (256,), lambda: (x, torch.zeros(256 * 16)), 256, BC=16)
+    _same_bits(looped, batched)
+    assert _reason(token_parallel) is None and groups and all(len(chunk) == 16 for chunk in groups)
+    assert sum(map(sum, groups)) == 256  # before: the element records were not decided, and it ran the loop
+    with kwshim.activate(grid="check"):
+        token_parallel[(256,)](x, torch.zeros(256 * 16), 256, BC=16)
+
+
 @batching
 @needs_block_loads
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float16])
@@ -96,12 +128,16 @@ def test_a_varlen_loop_runs_as_one_batch_per_trip_count_with_the_loop_s_bits(gro
 @batching
 @needs_block_loads
 @pytest.mark.parametrize("kernel, start", [(reads_the_next_row, lambda: torch.arange(17 * 8, dtype=torch.int32)),
-                                           (pairs_write_one_row, lambda: torch.full((8 * 8,), -1, dtype=torch.int32))])
+                                           (pairs_write_one_row, lambda: torch.full((8 * 8,), -1, dtype=torch.int32)),
+                                           (pairs_write_one_element, lambda: torch.full((8,), -1, dtype=torch.int32))])
 def test_groups_whose_programs_meet_are_not_committed_as_groups(groups, kernel, start):
-    looped, batched = _both(kernel, (16,), lambda: (start(),), BLOCK=8)
+    constants = {} if kernel is pairs_write_one_element else {"BLOCK": 8}
+    looped, batched = _both(kernel, (16,), lambda: (start(),), **constants)
     _same_bits(looped, batched)
     assert groups == [] and kernel.fn.__qualname__ in {fn.__qualname__ for fn in program_groups._NOT_GROUPED}
-    if kernel is pairs_write_one_row:
+    if kernel is pairs_write_one_element:
+        assert batched[0].tolist() == [2 * k + 1 for k in range(8)]
+    elif kernel is pairs_write_one_row:
         assert batched[0].view(8, 8)[:, 0].tolist() == [2 * k + 1 for k in range(8)]  # the later program's
     else:
         assert batched[0].view(17, 8)[:, 0].tolist() == list(range(17))  # each row one more than the last

@@ -139,19 +139,28 @@ def index_floor(out_ptr):
 
 
 @triton.jit
-def alternating(out_ptr):
+def triangular(out_ptr):
+    """Every program loops a different number of times: runs of one program each."""
     pid = tl.program_id(0)
-    if pid % 2 == 0:
-        tl.store(out_ptr + pid, pid)
-    else:
-        tl.store(out_ptr + pid, -pid)
+    total = pid * 0
+    for i in range(pid):
+        total += i
+    tl.store(out_ptr + pid, total)
+
+
+@triton.jit
+def quarters(out_ptr):
+    """The trip count changes every 16 programs: four runs, fewer than twice their values (no groups)."""
+    pid = tl.program_id(0)
+    for i in range(pid // 16):
+        tl.store(out_ptr + pid * 4 + i, pid + i)
 
 
 @batching
 @pytest.mark.parametrize("kernel, grid, make, reason", [
     (index_overflow, (3,), lambda: (torch.zeros(3, dtype=torch.int64),), "a loop index's arithmetic leaves int32"),
     (index_floor, (6,), lambda: (torch.zeros(6, dtype=torch.int32),), "a loop index in arithmetic where Python"),
-    (alternating, (64,), lambda: (torch.zeros(64, dtype=torch.int32),), "Python control flow (if, while, range)"),
+    (triangular, (64,), lambda: (torch.zeros(64, dtype=torch.int32),), "Python control flow (if, while, range)"),
 ])
 def test_what_the_runs_cannot_follow_falls_back_to_the_loop(kernel, grid, make, reason):
     grid_module.forget(kernel.fn)
@@ -160,6 +169,24 @@ def test_what_the_runs_cannot_follow_falls_back_to_the_loop(kernel, grid, make, 
     assert _reason(kernel).startswith(reason), _reason(kernel)
     if kernel is index_floor:  # a Python int floors (3.0, 3.1); from 3.2 kwshim makes it a tensor, which truncates
         assert batched[0].tolist() in ([-19, -10, -9, 0, 1, 10], [-11, -10, -1, 0, 1, 10])
+
+
+@batching
+def test_after_a_split_each_run_of_programs_that_agree_is_the_next_batch(monkeypatch):
+    attempts = []
+    batch = grid_module._batch
+
+    def attempted(fn, args, grid, first, count, *rest, **keywords):
+        attempts.append(count)
+        return batch(fn, args, grid, first, count, *rest, **keywords)
+
+    grid_module.forget(quarters.fn)
+    looped, batched = _both(quarters, (64,), lambda: (torch.full((256,), -1, dtype=torch.int32),))
+    _same_bits(looped, batched)
+    monkeypatch.setattr(grid_module, "_batch", attempted)
+    with kwshim.activate(grid="batched"):
+        quarters[(64,)](torch.full((256,), -1, dtype=torch.int32))
+    assert attempts == [64, 16, 16, 16, 16] and _reason(quarters) is None  # before: 64, 16, 48, 16, 32, 16, 16
 
 
 @triton.jit

@@ -66,6 +66,13 @@ class Diverged(Fallback):
         differs = np.flatnonzero(self.values != self.values[0])
         return max(1, int(differs[0]) if differs.size else self.values.size)  # a NaN differs from itself
 
+    def runs(self):
+        """How many programs each run of programs that agree holds, in order: the runs after the
+        leading one agree up to here as well, so each can be the next batch without diverging here."""
+        values = self.values
+        edges = np.flatnonzero(values[1:] != values[:-1]) + 1
+        return np.diff(np.concatenate(([0], edges, [values.size]))).tolist()
+
 
 def _common(*arrays):
     """The arrays broadcast to one shape, contiguous (what the native loads and stores take)."""

@@ -11,8 +11,12 @@ Here each value's programs run as one batch (``numbers``, rising), every group a
 the chunk: stores wait in each group's ``StoreLog``. Together they are the chunk's batch, so they are
 committed only where that batch would have been, as one: ``store_log.groups_conflict`` decides it on
 rows, each program numbered by its place in the chunk, and ``store_log.commit_groups`` writes them.
-Anything else (a group diverging again, records that rows cannot decide, a conflict) leaves the chunk to
-the leading run, as before: nothing was written.
+Records that are not rows (a token-parallel kernel's loads and stores of a few elements) are decided
+element by element, each a row of its own, up to ``store_log._MOST_GROUPED`` elements. Each group tries
+the trace recorded for its value first (``replay.traces``' hint): a kernel's groups each need their
+own. Anything else (a group diverging again, records that rows cannot decide, a conflict) leaves the
+chunk to its runs of programs that agree, one batch each (``too_split`` says when the loop is faster),
+as before: nothing was written.
 """
 
 import threading
@@ -21,7 +25,10 @@ import numpy as np
 
 from . import store_log
 
-__all__ = ["run", "forget"]
+__all__ = ["run", "forget", "too_split"]
+
+_FREE_SPLITS = 8
+_SHORTEST_RUN = 4
 
 #: Kernels whose chunk could not run as groups once: they split into leading runs from then on.
 _NOT_GROUPED: set = set()
@@ -47,7 +54,7 @@ def run(fn, values, first, count, batch, native_store):
     logs, replayed = [], False
     for positions in groups:
         try:
-            log, replayed_now = batch(first, positions.size, numbers=first + positions)
+            log, replayed_now = batch(first, positions.size, numbers=first + positions, hint=_hint(values, positions))
         except Exception:  # diverging again, or anything a batch cannot do: the leading run decides
             return _not_grouped(fn)
         logs.append(log)
@@ -56,6 +63,11 @@ def run(fn, values, first, count, batch, native_store):
         return _not_grouped(fn)
     store_log.commit_groups(logs, native_store)
     return replayed, max(log.largest() for log in logs)
+
+
+def _hint(values, positions):
+    """The group's value, as ``replay.traces`` tells the trace recorded for it (a Python scalar)."""
+    return np.asarray(values).reshape(-1)[positions[0]].item()
 
 
 def _not_grouped(fn):
@@ -76,3 +88,9 @@ def _groups(values, count):
     if runs <= 2 * kinds.size:
         return None
     return [np.flatnonzero(which == kind) for kind in np.argsort(firsts, kind="stable")]
+
+
+def too_split(splits, done):
+    """Whether a launch splits so often that its runs average fewer than ``_SHORTEST_RUN`` programs
+    (each run costs a batch): then the loop is faster."""
+    return splits > _FREE_SPLITS and done < _SHORTEST_RUN * splits

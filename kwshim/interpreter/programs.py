@@ -2,11 +2,11 @@
 
 - ``"sequential"``: Triton's own loop, program 0, then 1, ... (nothing of kwshim's runs);
 - ``"batched"``: the programs run together, in chunks, with a program axis on every value
-  (``program_axis``); a chunk whose Python control flow differs between its programs runs again
-  as its leading run of programs that agree (``Diverged``), the rest following as the next
-  chunks; a chunk that cannot give the loop's bits falls back to the loop, from the state before
-  that chunk (whose writes were never made), and the kernel remembers why, so that its next
-  launch goes straight to the loop;
+  (``program_axis``); a chunk whose Python control flow differs between its programs runs as
+  groups of programs that agree (``program_groups``), or as its runs of programs that agree
+  (``Diverged``), one after another; a chunk that cannot give the loop's bits falls back to the
+  loop, from the state before that chunk (whose writes were never made), and the kernel remembers
+  why, so that its next launch goes straight to the loop;
 - ``"check"``: both from the same state, compared bit for bit; ``GridDivergenceError`` names the
   kernel, the argument and the first differing element, and the loop's result is left in place (a
   launch of one program runs once, as the loop: a second run of a kernel that reads ``globaltimer``
@@ -41,8 +41,6 @@ _INTERPRETER = "triton.runtime.interpreter"
 _FIRST_CHUNK = 64
 _CHUNK_ELEMENTS = 2 ** 22
 _MOST_PROGRAMS = 4096
-_FREE_SPLITS = 8
-_SHORTEST_RUN = 4
 
 #: kernel function -> why its last batch fell back (the next launch runs the loop at once).
 _FALLBACKS: Dict[object, str] = {}
@@ -259,6 +257,7 @@ def _run(fn, args, grid, make_language=_nothing):
             count_launch(fn, batched=False)
         return _sequential(fn, args, grid)
     first, chunk, splits, replays = 0, _FIRST_CHUNK if not kept else _chunk_for(kept[0].per_program), 0, 0
+    runs_after = []  # the runs of programs that agree after a split's leading run: the next batches
     while first < total:
         count = min(chunk, total - first)
         try:
@@ -280,9 +279,10 @@ def _run(fn, args, grid, make_language=_nothing):
                     first += count
                     chunk = _chunk_for(max(1, grouped[1] // count))
                     continue
-                if not _too_split(splits + 1, first):
+                if not program_groups.too_split(splits + 1, first):
                     splits += 1
                     chunk = cause.leading_run()
+                    runs_after = cause.runs()[1:] if cause.values.size == count else []
                     continue
             reason = cause.reason if cause is not None else f"{type(exc).__name__} in a batch: {exc}"
         if reason is not None:
@@ -293,7 +293,11 @@ def _run(fn, args, grid, make_language=_nothing):
             return _sequential(fn, args, grid, first)
         log.commit(_native_store)
         first += count
-        chunk = _chunk_for(max(1, log.largest() // count))
+        if runs_after and not program_groups.too_split(splits + 1, first):  # a split's next run: nothing to diverge
+            splits += 1
+            chunk = runs_after.pop(0)
+        else:
+            runs_after, chunk = [], _chunk_for(max(1, log.largest() // count))
     count_launch(fn, batched=True, replayed=replays > 0)
     return None
 
@@ -301,12 +305,6 @@ def _run(fn, args, grid, make_language=_nothing):
 def _chunk_for(per_program):
     """Programs in a chunk whose largest block loaded or stored is ``per_program`` elements each."""
     return max(1, min(_MOST_PROGRAMS, _CHUNK_ELEMENTS // per_program))
-
-
-def _too_split(splits, done):
-    """Whether a launch splits so often that its runs average fewer than ``_SHORTEST_RUN`` programs
-    (each split costs a batch that was not used): then the loop is faster."""
-    return splits > _FREE_SPLITS and done < _SHORTEST_RUN * splits
 
 
 def _fallback_in(exc, kind):
@@ -321,12 +319,14 @@ def _fallback_in(exc, kind):
     return None
 
 
-def _batch(fn, args, grid, first, count, launch_key=None, make_language=_nothing, numbers=None, write_through=False):
+def _batch(fn, args, grid, first, count, launch_key=None, make_language=_nothing, numbers=None, write_through=False,
+           hint=None):
     """Run the programs ``first .. first + count - 1`` (or those ``numbers`` names, rising) together:
     a trace of the launch's specialization replayed where one is kept and its guards hold, else the
     kernel's body (recorded where the launch has a ``launch_key``; ``make_language`` first). Returns
     their deferred stores (a ``StoreLog``; with ``write_through``, an ``own_writes.WriteThroughLog``
-    whose stores are written, and undone where the run raises) and whether a trace was replayed."""
+    whose stores are written, and undone where the run raises) and whether a trace was replayed.
+    ``hint``: the value of a group of programs (``program_groups``), whose traces are tried first."""
     from ..patching import Patch
     from . import program_axis
     from . import own_writes, program_range, reductions
@@ -341,7 +341,7 @@ def _batch(fn, args, grid, first, count, launch_key=None, make_language=_nothing
     batched_class = program_axis.batched_builder_class(type(builder))
     new_log = functools.partial(own_writes.WriteThroughLog, count, _native_store) if write_through else \
         functools.partial(StoreLog, count)
-    for trace in replay.traces(launch_key) if launch_key is not None else ():
+    for trace in replay.traces(launch_key, hint) if launch_key is not None else ():
         log = new_log()
         with Patch() as patch:
             patch.setattr(builder, "__class__", batched_class)
@@ -378,6 +378,7 @@ def _batch(fn, args, grid, first, count, launch_key=None, make_language=_nothing
     if recorder is not None:
         trace = recorder.trace(max(1, log.largest() // count))
         if trace is not None:
+            trace.hint = hint
             replay.keep(launch_key, trace)
     return log, False
 

@@ -45,7 +45,7 @@ _INTERPRETER = "triton.runtime.interpreter"
 #: Specializations whose traces are kept (least recently used dropped), and traces per specialization
 #: (one per set of guard values: a scalar that reaches ``range`` makes one for each value it takes).
 _KEYS = 256
-_PER_KEY = 8
+_PER_KEY = 32
 
 _TRACES: "OrderedDict[tuple, list]" = OrderedDict()
 #: Specializations of one-program launches seen once (``seen_before``), least recently seen dropped.
@@ -68,14 +68,18 @@ class _Unrecordable(Exception):
     pass
 
 
-def traces(launch_key):
-    """The traces kept for ``launch_key`` (most recent first)."""
+def traces(launch_key, hint=None):
+    """The traces kept for ``launch_key``: those recorded under ``hint`` first (a group of programs'
+    value, ``program_groups``: a group tries the trace its value made before the others'), then
+    the rest, most recent first."""
     with _LOCK:
         found = _TRACES.get(launch_key)
         if found is None:
             return ()
         _TRACES.move_to_end(launch_key)
-        return tuple(found)
+        if hint is None:
+            return tuple(found)
+        return tuple(sorted(found, key=lambda trace: trace.hint != hint))  # stable: most recent first
 
 
 def keep(launch_key, trace):
@@ -238,6 +242,7 @@ class Trace:
 
     def __init__(self, recorder, per_program):
         self.size, self.inputs, self.per_program = recorder.size, tuple(recorder.inputs), per_program
+        self.hint = None  #: the value of the group of programs it was recorded for (``traces``)
         #: the launch's num_warps where the body read it (a constant of the steps), else any
         self.warps = special_registers.launch_warps if special_registers.warps_reads != recorder.warps_reads \
             else _ANY_WARPS
@@ -316,7 +321,11 @@ class Trace:
             if type(step) is Guard:
                 try:
                     value = step.read(values[step.index])
-                except program_axis.Fallback:  # the body decides (a range may run its programs in lockstep)
+                except program_axis.Diverged:
+                    if step.read is program_axis.truth:  # the body diverges here too: every trace would
+                        raise
+                    raise Miss() from None  # an index: the body decides (a range may run in lockstep)
+                except program_axis.Fallback:
                     raise Miss() from None
                 if value != step.value:
                     raise Miss()

@@ -25,6 +25,10 @@ __all__ = ["StoreLog", "groups_conflict", "commit_groups"]
 #: A cluster of writes is marked where its span is at most this many times its elements.
 _COMPACT = 4
 
+#: The most elements a chunk's groups may move in records that are not rows for ``groups_conflict``
+#: to decide them element by element (each one a row of ``records.rows_conflict``: a sort of them all).
+_MOST_GROUPED = 1 << 20
+
 
 class StoreLog:
     """The records of one batch: loads to check, stores to write."""
@@ -195,11 +199,14 @@ class StoreLog:
 def groups_conflict(logs, groups):
     """Why committing the logs of a chunk's groups of programs (``groups[i]``: the chunk's places of
     ``logs[i]``'s programs, each group run against the memory before the chunk: ``program_groups``)
-    would not leave the loop's bits, or None. Decided as for one batch of the chunk, on rows alone
-    (``records.rows_conflict``, every program numbered by its place); where rows cannot decide, or a
-    group made atomics or a store of every program, a reason too."""
+    would not leave the loop's bits, or None. Decided as for one batch of the chunk, on rows
+    (``records.rows_conflict``, every program numbered by its place): records that are not rows
+    count as a row per element where they move at most ``_MOST_GROUPED`` elements in all (a
+    token-parallel kernel's loads and stores of a few elements each). Where rows cannot decide, or
+    a group made atomics or a store of every program, a reason too."""
     records = [record for log in logs for record in log.loads + log.stores]
-    if any(log.atomics for log in logs) or not rows_apply(records):
+    few = sum(record.moved() for record in records) <= _MOST_GROUPED
+    if any(log.atomics for log in logs) or not (rows_apply(records) or few):
         return "not decided on rows"
     loads, stores = [], []
     for log, places in zip(logs, groups):

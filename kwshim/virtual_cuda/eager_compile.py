@@ -30,7 +30,7 @@ def install(patch) -> None:
     if _eager(patch):
         return
     compile_function = torch.compile
-    done = []
+    done: list = []
 
     @functools.wraps(compile_function)
     def compile(*args, **kwargs):
