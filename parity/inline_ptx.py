@@ -1,7 +1,7 @@
 """Inline PTX of element-wise fp32 arithmetic (``kwshim/interpreter/inline_ptx.py``): flash-linear-
 attention's ``softplus`` and ``softplus2`` (``fla/ops/utils/softplus.py``, written out here: ``setp``,
 then under predicates ``mov``, ``mul``, ``ex2.approx.ftz``, ``add``, ``lg2.approx.ftz``) and a plain
-``mov``, compiled on a GPU and run under the switch.
+``mov``, and ``ex2.approx`` and ``lg2.approx`` alone, compiled on a GPU and run under the switch.
 
     python -m parity.inline_ptx                            # on a machine with an NVIDIA GPU
     TRITON_INTERPRET=1 python -m parity.inline_ptx --kwshim   # anywhere: under the switch
@@ -18,7 +18,8 @@ SOFTPLUS = ("{ .reg .pred p; setp.gt.f32 p, $1, 20.; @p mov.f32 $0, $1; @!p mul.
             "@!p mul.f32 $0, $0, 0.6931471805599453; }")
 SOFTPLUS2 = ("{ .reg .pred p; setp.gt.f32 p, $1, 15.; @p mov.f32 $0, $1; @!p ex2.approx.ftz.f32 $0, $1; "
              "@!p add.f32 $0, $0, 1.0; @!p lg2.approx.ftz.f32 $0, $0; }")
-ASSEMBLY = {"softplus": SOFTPLUS, "softplus2": SOFTPLUS2, "mov": "mov.f32 $0, $1;"}
+ASSEMBLY = {"softplus": SOFTPLUS, "softplus2": SOFTPLUS2, "mov": "mov.f32 $0, $1;",
+            "ex2": "ex2.approx.ftz.f32 $0, $1;", "lg2": "lg2.approx.ftz.f32 $0, $1;"}
 N = 4096
 
 
