@@ -20,7 +20,7 @@ import triton.language as tl  # noqa: E402
 
 import kwshim  # noqa: E402
 
-from ._subprocess import environment  # noqa: E402
+from ._subprocess import dynamo_runs, environment  # noqa: E402
 from .kernels import needs_block_loads  # noqa: E402
 
 
@@ -149,7 +149,13 @@ def plus_one(x_ptr, out_ptr, BLOCK: tl.constexpr):
     tl.store(out_ptr + offsets, tl.load(x_ptr + offsets) + 1)
 
 
-def test_a_compiled_function_runs_eagerly_on_the_device_and_compiles_again_after():
+@pytest.fixture
+def dynamo():
+    if not dynamo_runs():
+        pytest.skip("torch.compile does not run beside this Triton, without kwshim")
+
+
+def test_a_compiled_function_runs_eagerly_on_the_device_and_compiles_again_after(dynamo):
     # flash-linear-attention's rwkv7 backward: @torch.compile(fullgraph=True) around torch code and a
     # kernel; Dynamo cannot trace a device tensor ("does not know how to trace method dim")
     @torch.compile(fullgraph=True)
@@ -354,7 +360,7 @@ def test_half_precision_matmuls_sum_in_fp32_and_round_once_as_cublas(device):
         assert differ <= int((torch.tensor(half_matmul.bits(on_cpu)) != h200).sum()) and differ <= 0.002 * h200.numel()
 
 
-def test_a_function_compiled_while_the_device_is_on_runs_eagerly_and_compiles_after():
+def test_a_function_compiled_while_the_device_is_on_runs_eagerly_and_compiles_after(dynamo):
     code = ("import torch, kwshim\n"
             "assert 'torch._dynamo' not in __import__('sys').modules\n"
             "with kwshim.activate(device='cuda'):\n"

@@ -100,6 +100,23 @@ def test_calls_beside_the_kernels_answer_as_the_h200_s_cuda_build():
     assert not torch.cuda.default_generators and torch.version.cuda is None  # off again
 
 
+def test_dynamo_s_cuda_interface_imported_before_the_device_answers_as_the_device():
+    # Triton 3.1's do_bench synchronizes through Dynamo's CudaInterface, which copies torch.cuda's
+    # functions when it is imported: imported first, it raised "torch._C has no _cuda_synchronize"
+    from ._subprocess import dynamo_runs
+
+    if not dynamo_runs():
+        pytest.skip("torch.compile does not run beside this Triton, without kwshim")
+    from torch._dynamo.device_interface import CudaInterface
+
+    synchronize = vars(CudaInterface)["synchronize"]
+    with kwshim.activate(device="cuda"):
+        assert CudaInterface.synchronize() is None and CudaInterface.device_count() == 1
+        assert CudaInterface.get_device_properties().name == torch.cuda.get_device_name()
+        assert CudaInterface.Event(enable_timing=True) is not None
+    assert vars(CudaInterface)["synchronize"] is synchronize  # restored
+
+
 @pytest.mark.parametrize("call", [lambda: torch.randn(2, device="cuda:1"), lambda: torch.ones(2).to("cuda:3"),
                                   lambda: torch.ones(2).cuda(1), lambda: torch.zeros(2, device=1),
                                   lambda: torch.ones(2).to(torch.device("cuda", 2))])

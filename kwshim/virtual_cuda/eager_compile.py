@@ -47,8 +47,11 @@ def _eager(patch) -> bool:
     read from a version: a torch with neither stances nor Dynamo's switch is left alone."""
     if "torch._dynamo" not in sys.modules:
         return False
-    import torch.compiler
-    from torch._dynamo import config
+    try:
+        import torch.compiler
+        from torch._dynamo import config
+    except ImportError:  # a Dynamo that does not import beside this Triton (2.x): nothing compiles
+        return True
 
     if hasattr(torch.compiler, "set_stance"):
         stance = torch.compiler.set_stance("force_eager")

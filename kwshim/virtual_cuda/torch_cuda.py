@@ -23,6 +23,7 @@ What is emulated, and how:
 """
 
 import itertools
+import sys
 import time
 
 from . import allocations
@@ -203,6 +204,7 @@ def install(patch, gpu) -> None:
     for name, value in answers.items():
         if hasattr(cuda, name):
             patch.setattr(cuda, name, value)
+    _install_dynamo_interface(patch, answers)
     patch.setattr(cuda.memory, "mem_get_info", answers["mem_get_info"])
     patch.setattr(cuda, "default_generators", (cpu,))  # "cuda" tensors are made by the CPU's generator
     patch.setattr(torch.version, "cuda", CUDA_VERSION)
@@ -211,6 +213,17 @@ def install(patch, gpu) -> None:
     patch.setattr(torch.cuda.nvtx, "_nvtx", _Nvtx())
     allocations.install(patch, _device_index, _refusing)
     _install_autocast(patch, torch)
+
+
+def _install_dynamo_interface(patch, answers):
+    """Dynamo's ``CudaInterface`` copies ``torch.cuda``'s functions when it is imported (Triton 3.1's
+    ``do_bench`` synchronizes through it): where it was imported before the device was on, its
+    copies answer as the device's too (imported later, it copies the device's answers itself)."""
+    interface = getattr(sys.modules.get("torch._dynamo.device_interface"), "CudaInterface", None)
+    for name, value in answers.items() if interface is not None else ():
+        copied = vars(interface).get(name)
+        if isinstance(copied, staticmethod) or isinstance(copied, type) and isinstance(value, type):  # Event
+            patch.setattr(interface, name, staticmethod(value) if isinstance(copied, staticmethod) else value)
 
 
 class _Nvtx:
