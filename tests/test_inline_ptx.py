@@ -76,7 +76,6 @@ def test_a_batch_of_programs_runs_element_wise_assembly_and_falls_back_for_other
 
 @needs_assembly
 @needs_block_loads
-@pytest.mark.skipif(not os.path.exists(RECORD), reason="no GPU record of the inline PTX yet")
 def test_the_inline_ptx_gives_the_gpu_s_bits_but_for_its_approximations():
     """Measured on an H100: ``mov`` and the predicated ``mov`` branch are the GPU's bits;
     ``ex2.approx`` within 2 ulps; the rest within ``lg2.approx``'s bound as PTX states it, 2**-22
