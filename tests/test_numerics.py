@@ -4,6 +4,7 @@ scalars typed as compiled (``interpreter/formats``, ``conversions``, ``gpu_build
 The table test replays every case of ``parity/numerics_h200.json`` (recorded compiled on an H200)
 on the CPU and compares what the kernels stored, bit for bit."""
 
+import contextlib
 import inspect
 import json
 import os
@@ -365,6 +366,31 @@ def test_overflow_and_division_by_zero_are_quiet_as_on_a_gpu():
     assert half.tolist() == [float("inf"), -float("inf"), 1.0, 300.0]
     values = product.tolist()  # inf * inf / (inf - inf): NaN; 1 / 0 and 65504+ (inf) / 0: inf
     assert values[0] != values[0] and values[1] != values[1] and values[2:] == [float("inf")] * 2
+
+
+def test_conversions_are_quiet_inside_a_launch_and_outside_it_and_numpy_s_state_comes_back():
+    """Inside a launch ``numpy_quiet.quiet`` leaves NumPy's state to the launch's (warnings off, once);
+    outside it is ``np.errstate``; after either, NumPy's own state is what it was."""
+    import warnings
+
+    from kwshim.interpreter import conversions, numpy_quiet
+
+    large = np.array([1e6, np.inf, -np.inf], np.float32)
+    before = np.geterr()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)
+        assert conversions.float_to_float(large, np.float16).tolist() == [np.inf, np.inf, -np.inf]  # outside
+        with numpy_quiet.launch():
+            assert np.geterr()["over"] == np.geterr()["invalid"] == np.geterr()["divide"] == "ignore"
+            assert isinstance(numpy_quiet.quiet(over="ignore"), contextlib.nullcontext)
+            with numpy_quiet.launch():  # a launch inside a launch (a kernel calling the host) keeps the mark
+                pass
+            assert isinstance(numpy_quiet.quiet(over="ignore"), contextlib.nullcontext)
+            assert conversions.float_to_float(large, np.float16).tolist() == [np.inf, np.inf, -np.inf]
+        assert not isinstance(numpy_quiet.quiet(over="ignore"), contextlib.nullcontext)
+        with pytest.raises(RuntimeWarning):
+            np.float32(3e38) * np.float32(10)  # NumPy warns again after the launch
+    assert np.geterr() == before
 
 
 _COLLECTOR_SEEN = []

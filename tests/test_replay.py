@@ -190,6 +190,43 @@ def test_a_trace_releases_every_slot_a_step_makes():
     assert set(range(trace.size)) - inputs <= set(released)  # every slot a step made is let go
 
 
+def _traces_of(kernel):
+    name = kernel.fn.__qualname__
+    return [trace for key, kept in replay._TRACES.items() if key[0].__qualname__ == name for trace in kept]
+
+
+@batching
+def test_a_trace_replayed_often_runs_as_one_function_with_the_walk_s_bits_and_guards(monkeypatch):
+    """After ``_COMPILED_AFTER`` walked replays a trace is one generated function: its launches keep
+    the loop's bits, a guard that reads another value still misses (and traces again), and a guard
+    where the programs disagree still splits the batch as the body does."""
+    monkeypatch.setattr(replay, "_COMPILED_AFTER", 2)
+
+    def launch(n, trips):
+        return (6,), lambda: ((torch.arange(6, dtype=torch.float32), torch.zeros(6)), (n, trips))
+
+    before = _record(steered)
+    values = [(3, 2)] * 5 + [(10, 2), (3, 2), (3, 5), (3, 2)]
+    batched = _same_as_the_loop(steered, [launch(n, trips) for n, trips in values])
+    assert batched[5][1].tolist() == [3 * x + 1000 for x in range(6)]
+    assert batched[6][1].tolist() == [3 * x for x in range(6)]
+    assert batched[7][1].tolist() == [15 * x for x in range(6)]
+    # the five (3, 2): one records, two walk, two run the function; after, (10, 2) and (3, 5) miss in
+    # the function and trace again, and each (3, 2) after them runs the function
+    assert _record(steered)["replayed"] - before["replayed"] == 6
+    with kwshim.activate(grid="batched"):
+        for _ in range(4):
+            steered[(6,)](torch.arange(6, dtype=torch.float32), torch.zeros(6), 3, 2)
+        assert any(trace.code is not None for trace in _traces_of(steered))
+
+    def split(n):
+        return (8,), lambda: ((torch.zeros(8, dtype=torch.int32),), (n,))
+
+    batched = _same_as_the_loop(early_return, [split(8)] * 4 + [split(5), split(8), split(3)])
+    assert batched[4][0].tolist() == [1, 2, 3, 4, 5, 0, 0, 0] and batched[6][0].tolist() == [1, 2, 3, 0, 0, 0, 0, 0]
+    assert grid_module.fallback_reasons().get(early_return.fn.__qualname__) is None
+
+
 @batching
 def test_the_traces_are_forgotten_when_the_switch_goes_off():
     with kwshim.activate(grid="batched"):

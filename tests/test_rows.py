@@ -4,6 +4,7 @@ keeps the loop's bits, and what the loop would order differently falls back."""
 
 import sys
 
+import numpy as np
 import pytest
 import torch
 import triton
@@ -418,3 +419,77 @@ def test_rows_of_every_other_element_load_and_store_as_strided_copies_with_the_l
     batched = _batched_as_looped(rotate_the_next, (64,), lambda: (torch.zeros(65, 512),), BLOCK=256)
     assert batched[0][-1, 0::2].eq(64).all() and batched[0][-1, 1::2].eq(0).all()
     assert _reason(rotate_the_next) == records.READ_AFTER_WRITE
+
+
+def _random_log(generator, programs):
+    """A store log of a few random loads and stores over a few hundred bytes: rows of 1 to 4 elements
+    of 2 or 4 bytes (some a block of rows per program, some every other element), single elements,
+    and a load of one row, or a store or load of one address, by every program."""
+    from kwshim.interpreter.store_log import StoreLog
+
+    log, base = StoreLog(programs), 1 << 20
+    for _ in range(generator.integers(1, 5)):
+        kind, width = generator.integers(0, 4), int(generator.choice([2, 4]))
+        bits = np.dtype(f"uint{width * 8}")
+        length, pitch = int(generator.integers(1, 5)), width * int(generator.integers(1, 3))
+        if kind == 0:  # a row per program, or (owners) a block of rows per program
+            count = programs * int(generator.integers(1, 3))
+            owners = None if count == programs else np.sort(generator.integers(0, programs, count))
+            starts = base + generator.integers(0, 40, count) * 2
+            if generator.integers(0, 4) == 0:  # a load of one row by every program
+                log.load_rows(starts[:1].astype(np.int64), length, width, pitch=pitch)
+            elif generator.integers(0, 2):
+                log.load_rows(starts.astype(np.int64), length, width, owners=owners, pitch=pitch)
+            else:
+                log.store_rows(starts.astype(np.int64), np.zeros((count, length), bits), owners, pitch)
+        else:  # elements: each program its own (kind 1, 2), or one address for every program (kind 3)
+            rows = 1 if kind == 3 else programs
+            addresses = (base + generator.integers(0, 40, (rows, length)) * 2).astype(np.uint64)
+            mask = np.ones((rows, length), bool)
+            if generator.integers(0, 2):
+                log.load(addresses.reshape(-1), mask, width)
+            else:
+                log.store(addresses.reshape(-1), np.zeros(addresses.size, bits), mask)
+    return log
+
+
+def test_a_few_rows_are_decided_in_python_lists_as_numpy_decides_them():
+    """``rows_conflict`` decides a handful of rows (a small launch's) in Python lists: on thousands of
+    random logs it gives NumPy's answer, and every answer occurs (the rule's every branch)."""
+    from collections import Counter
+
+    generator, answers = np.random.default_rng(0), Counter()
+    for case in range(6000):
+        log = _random_log(generator, int(generator.integers(1, 5)))
+        if not records.rows_apply(log.loads + log.stores) or not log.stores:
+            continue
+        few = records._few_rows_conflict(log.loads, log.stores)
+        assert few == records._many_rows_conflict(log.loads, log.stores), case
+        answers[few] += 1
+    assert set(answers) == {(True, None), (False, None), (True, records.TWO_SIZES),
+                            (True, records.READ_AFTER_WRITE)}, answers
+    assert min(answers.values()) >= 50, answers
+
+
+def test_a_load_row_meeting_more_store_rows_than_the_rule_follows_is_left_to_the_general_path():
+    """Past ``_MOST_MET`` store rows met by one load row, either form leaves the batch undecided."""
+    from kwshim.interpreter.store_log import StoreLog
+
+    log, base = StoreLog(20), 1 << 20
+    log.store_rows(np.arange(base, base + 80, 4, dtype=np.int64), np.zeros((20, 1), np.uint32))
+    log.load_rows(np.full(20, base, np.int64), 20, 4)  # each program's row spans all 20 stores
+    assert records._few_rows_conflict(log.loads, log.stores) == (False, None)
+    assert records._many_rows_conflict(log.loads, log.stores) == (False, None)
+
+
+def test_a_store_row_that_ends_where_a_load_row_starts_does_not_meet_it():
+    """Bytes are [start, end): a row stored before the load that ends at its first byte is not read,
+    though a longer row (stored after the load) reaches past it; both forms agree."""
+    from kwshim.interpreter.store_log import StoreLog
+
+    log, base = StoreLog(1), 1 << 20
+    log.store_rows(np.array([base + 8], np.int64), np.zeros((1, 1), np.uint32))  # bytes [8, 12)
+    log.load_rows(np.array([base + 12], np.int64), 2, 4)  # bytes [12, 20)
+    log.store_rows(np.array([base], np.int64), np.zeros((1, 10), np.uint32))  # bytes [0, 40), after the load
+    assert records._few_rows_conflict(log.loads, log.stores) == (True, None)
+    assert records._many_rows_conflict(log.loads, log.stores) == (True, None)

@@ -106,10 +106,10 @@ def _quietly(call):
     """``call`` with NumPy's floating-point warnings off (a GPU overflows to inf, divides by zero
     and makes NaN quietly, where NumPy would print a ``RuntimeWarning`` for each), and Python's
     cyclic garbage collector paused (``collector_paused``)."""
-    import numpy as np
+    from .numpy_quiet import launch
 
     def quietly(function, *args, **kwargs):
-        with collector_paused(), np.errstate(over="ignore", invalid="ignore", divide="ignore"):  # one per launch
+        with collector_paused(), launch():  # one per launch
             return call(function, *args, **kwargs)
 
     return quietly

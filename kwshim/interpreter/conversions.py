@@ -17,7 +17,7 @@ import functools
 
 import numpy as np
 
-from . import compiled
+from . import compiled, numpy_quiet
 from .formats import bits_type, finite_max, is_fp8
 
 __all__ = ["float_to_int", "float_to_float", "int_to_float"]
@@ -73,7 +73,7 @@ def _quiet(function):
     out-of-range value to inf (or saturates) quietly, and so must the conversions here."""
     @functools.wraps(function)
     def quiet(*args, **kwargs):
-        with np.errstate(over="ignore", invalid="ignore"):
+        with numpy_quiet.quiet(over="ignore", invalid="ignore"):
             return function(*args, **kwargs)
 
     return quiet

@@ -20,6 +20,7 @@ to the CPU's own fused multiply-add instead (``compiled``): the same bits, 10-40
 import numpy as np
 
 from . import compiled
+from .numpy_quiet import quiet
 
 __all__ = ["fma", "numpy_fma", "fma_chain"]
 
@@ -48,7 +49,7 @@ def fma_chain(xs, ys, start):
         for x, y in zip(xs, ys):
             accumulated = fma(x, y, accumulated).astype(dtype, copy=False)
         return accumulated
-    with np.errstate(invalid="ignore", over="ignore"):
+    with quiet(invalid="ignore", over="ignore"):
         products = np.multiply(np.array(xs, np.float64), np.array(ys, np.float64))
         sums = np.empty(products.shape, np.float64)
         accumulated = start
@@ -68,7 +69,7 @@ def numpy_fma(a, b, c):
     dtype = np.result_type(a, b, c)
     if dtype == np.float64:
         return _fma64(np.asarray(a, np.float64), np.asarray(b, np.float64), np.asarray(c, np.float64))
-    with np.errstate(invalid="ignore", over="ignore"):  # inf * 0 is NaN, as IEEE's
+    with quiet(invalid="ignore", over="ignore"):  # inf * 0 is NaN, as IEEE's
         product, addend = np.asarray(a, np.float64) * np.asarray(b, np.float64), np.asarray(c, np.float64)
         nearest = product + addend
         narrow = nearest.astype(np.float16 if dtype == np.float16 else np.float32)
@@ -120,7 +121,7 @@ def _two_sum(x, y):
 
 def _odd_sum(x, y):
     """``x + y`` in fp64, rounded to odd: the nearer neighbour's inexact results moved to the odd one."""
-    with np.errstate(invalid="ignore", over="ignore"):
+    with quiet(invalid="ignore", over="ignore"):
         s, e = _two_sum(x, y)
         even = (s.view(np.uint64) & np.uint64(1)) == 0
         move = np.isfinite(s) & (e != 0) & even
@@ -131,7 +132,7 @@ def _odd_sum(x, y):
 
 def _to_odd_fp32(x):
     """fp64 to fp32, rounded to odd (for a second rounding to a narrower type)."""
-    with np.errstate(over="ignore"):
+    with quiet(over="ignore"):
         nearest = x.astype(np.float32)
     inexact = np.isfinite(nearest) & (nearest.astype(np.float64) != x)
     even = (nearest.view(np.uint32) & np.uint32(1)) == 0
@@ -152,7 +153,7 @@ def _split(x):
 
 
 def _fma64(a, b, c):
-    with np.errstate(invalid="ignore", over="ignore"):
+    with quiet(invalid="ignore", over="ignore"):
         plain = a * b + c  # where anything is not finite, or the product's split overflows: IEEE's own
         high = a * b
         a_high, a_low = _split(a)

@@ -38,6 +38,7 @@ import numpy as np
 
 from . import compiled, deferred_arithmetic, lane_order
 from .fma import fma
+from .numpy_quiet import quiet
 
 __all__ = ["arithmetic_class", "requested_fusion", "fusion_enabled", "flushed", "subnormal", "exp_approximation",
            "exp2_approximation", "flushing_approximation"]
@@ -215,7 +216,7 @@ def _flushing_approximation(original, function, flush_result, TensorHandle):
     def method(self, arg):
         if arg.data.dtype != np.float32:
             return original(self, arg)
-        with np.errstate(over="ignore", invalid="ignore"):
+        with quiet(over="ignore", invalid="ignore"):
             return TensorHandle(flushing_approximation(function, flush_result, arg.data), arg.dtype.scalar)
 
     method.__name__ = original.__name__
@@ -292,7 +293,7 @@ def arithmetic_class(base):
                 return deferred_arithmetic.deferred("exp", arg, scalar=arg.dtype.scalar)
             if arg.data.dtype != np.float32:
                 return base.create_exp(self, arg)
-            with np.errstate(over="ignore", invalid="ignore"):
+            with quiet(over="ignore", invalid="ignore"):
                 return lane_order.keeps_layout(TensorHandle(exp_approximation(arg.data), arg.dtype.scalar), arg)
 
         def create_exp2(self, arg):  # ex2.approx.ftz
@@ -300,7 +301,7 @@ def arithmetic_class(base):
                 return deferred_arithmetic.deferred("exp2", arg, scalar=arg.dtype.scalar)
             if arg.data.dtype != np.float32:
                 return base.create_exp2(self, arg)
-            with np.errstate(over="ignore", invalid="ignore"):
+            with quiet(over="ignore", invalid="ignore"):
                 return lane_order.keeps_layout(TensorHandle(exp2_approximation(arg.data), arg.dtype.scalar), arg)
 
         def create_erf(self, arg):  # the GPU's erf flushes subnormal results to zero

@@ -26,6 +26,7 @@ from .. import compat
 from . import conversions, inline_ptx, lane_order, special_registers
 from .fma import fma
 from .formats import ML_DTYPES, bits_type, is_fp8, is_ml_dtype, numpy_dtype_function
+from .numpy_quiet import quiet
 
 __all__ = ["entries"]
 
@@ -190,7 +191,7 @@ def gpu_builder_class(base):
         division whose operands both fit in 32 bits takes the GPU's 32-bit path: 0x00000000ffffffff."""
 
         def divide(self, lhs, rhs):
-            with np.errstate(divide="ignore", invalid="ignore"):
+            with quiet(divide="ignore", invalid="ignore"):
                 result = operation(self, lhs, rhs)
             zero = np.broadcast_to(rhs.data == 0, result.data.shape)
             if not zero.any():

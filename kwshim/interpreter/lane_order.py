@@ -41,6 +41,7 @@ import numpy as np
 
 from . import compiled, deferred_arithmetic
 from .fma import fma_chain
+from .numpy_quiet import quiet
 
 __all__ = ["blocked_layout", "tensor_core_order", "reduce_in_lanes", "sum_of_products", "scan_in_lanes", "added",
            "arg_combine", "extremum", "loaded_as", "from_tensor_cores", "keeps_layout"]
@@ -155,7 +156,7 @@ def reduce_in_lanes(values, layout, combine, product=None):
         if kernel is not None:
             return (_compiled_sum(kernel, values[0].shape, product, held[0].shape[-4:], values[0]),)
     order = [(r, e) for r in range(repeats) for e in range(per_thread)]
-    with np.errstate(over="ignore", invalid="ignore"):
+    with quiet(over="ignore", invalid="ignore"):
         if product is not None:  # a fresh array: the butterfly adds in place
             factors = _held(np.broadcast_arrays(*product, values[0])[:2], layout)
             return (_butterfly_sum(np.array(_contracted(held[0], factors, order))),)
@@ -250,7 +251,7 @@ def scan_in_lanes(data, layout, combine):
             out = np.empty_like(rows)
             kernel(rows, *held.shape[-4:], out)
             return out.reshape(data.shape)
-    with np.errstate(over="ignore", invalid="ignore"):
+    with quiet(over="ignore", invalid="ignore"):
         return _scan(held, combine).reshape(data.shape)
 
 

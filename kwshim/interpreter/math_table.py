@@ -13,6 +13,7 @@ from typing import Any, Callable, Dict
 import numpy as np
 
 from .fma import fma
+from .numpy_quiet import quiet
 from .rounding_modes import fma_rounded, rounded, sqrt_rounded
 
 __all__ = ["TABLE", "IMPLEMENTATIONS"]
@@ -97,7 +98,7 @@ def _pi_times(x, cosine):
     """``sin(pi x)`` or ``cos(pi x)`` with the argument reduced exactly: ``x`` mod 2 is exact in
     floating point, and the integers and half-integers give exact zeros and ones."""
     wide = np.asarray(x, np.float64)
-    with np.errstate(invalid="ignore"):
+    with quiet(invalid="ignore"):
         reduced = np.fmod(wide, 2.0)  # exact, in (-2, 2), the sign of x
         twice = reduced * 2  # exact
         whole = twice == np.rint(twice)  # a multiple of 1/2
@@ -118,14 +119,14 @@ def _round_half_away(x):
     """C's ``round``: half-way cases away from zero, exactly (``floor(|x| + 0.5)`` rounds twice:
     ``round(0.49999997)`` was 1)."""
     whole = np.trunc(x)
-    with np.errstate(invalid="ignore"):
+    with quiet(invalid="ignore"):
         return np.where(np.abs(x - whole) >= 0.5, whole + np.copysign(np.ones_like(x), x), whole)
 
 
 def _logb(x):
     """The unbiased exponent of ``x`` as a float (``frexp``, exact): -inf for 0, inf for inf."""
     _, exponent = np.frexp(x)
-    with np.errstate(invalid="ignore"):
+    with quiet(invalid="ignore"):
         result = (exponent - 1).astype(np.float64)
     result = np.where(x == 0, -np.inf, result)
     result = np.where(np.isinf(x), np.inf, result)
@@ -146,7 +147,7 @@ def _cvt(round_to_integer, dtype):
     from .conversions import float_to_int
 
     def apply(x):
-        with np.errstate(invalid="ignore"):
+        with quiet(invalid="ignore"):
             return float_to_int(round_to_integer(x), np.dtype(dtype))
 
     return apply
@@ -237,7 +238,7 @@ def _tanhf(x):
         return np.tanh(x)
     one = np.float32(1)
     size = np.abs(x)
-    with np.errstate(over="ignore", invalid="ignore"):
+    with quiet(over="ignore", invalid="ignore"):
         power = (size * _TANH_2_LOG2_E).astype(np.float32)
         grown = (one + np.exp2(power.astype(np.float64)).astype(np.float32)).astype(np.float32)
         large = fma((1 / grown.astype(np.float64)).astype(np.float32), np.float32(-2), one)

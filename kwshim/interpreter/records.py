@@ -8,6 +8,9 @@ own start (``interpreter/rows``): it keeps the starts, and makes the addresses o
 needs them.
 """
 
+import bisect
+import itertools
+
 import numpy as np
 
 from .rows import addresses as row_addresses
@@ -91,6 +94,10 @@ class Record:
         """How many elements the record moved."""
         return self.addresses.size
 
+    def rows_count(self):
+        """How many rows ``bounds`` gives (an element each, for a record that is not rows)."""
+        return self.addresses.size
+
     def bounds(self):
         """Each element's bytes, [start, end), and its program (the first that moved it)."""
         low = self.addresses.view(np.int64)
@@ -143,6 +150,9 @@ class Rows(Record):
     def moved(self):
         return self.starts.size * self.length
 
+    def rows_count(self):
+        return self.starts.size
+
     def bounds(self):
         """Each row's bytes, [start, end), and its program (a row whose elements are apart spans the
         bytes between them too: the rule is then safe, not exact)."""
@@ -191,6 +201,13 @@ def rows_conflict(loads, stores):
     wider store's bytes meets it too."""
     if not stores:
         return True, None
+    if sum(store.rows_count() for store in stores) <= _FEW and sum(load.rows_count() for load in loads) <= _FEW:
+        return _few_rows_conflict(loads, stores)
+    return _many_rows_conflict(loads, stores)
+
+
+def _many_rows_conflict(loads, stores):
+    """``rows_conflict`` on NumPy arrays."""
     lows, highs, programs, steps = [], [], [], []
     for store in stores:
         if store.every:
@@ -231,3 +248,65 @@ def rows_conflict(loads, stores):
             elif ((writer < loaders[hit]) | ((writer == loaders[hit]) & (step < load.step))).any():
                 return True, READ_AFTER_WRITE
     return True, None
+
+
+#: At most this many store rows, and load rows, are decided in Python lists (``_few_rows_conflict``):
+#: a small launch's handful of rows costs NumPy's per-call overhead two dozen times over.
+_FEW = 32
+
+
+def _few_rows_conflict(loads, stores):
+    """``rows_conflict`` for a few rows, step for step the same rule on Python lists (``bisect`` for
+    ``np.searchsorted``, a stable ``sort`` for the stable ``argsort``): the same answer."""
+    entries = []
+    for store in stores:
+        if store.every:
+            return False, None
+        low, high, program = store.bounds()
+        entries.extend((lo, hi, store.width, p, store.step) for lo, hi, p in zip(low.tolist(), high.tolist(),
+                                                                                 program.tolist()))
+    entries.sort(key=lambda entry: entry[0])
+    lows, highs, widths, programs, steps = (list(column) for column in zip(*entries))
+    reach = list(itertools.accumulate(highs, max))
+    if any(reach[i] > lows[i + 1] for i in range(len(lows) - 1)):  # stores' bytes meet
+        if _few_bytes_meet_across_widths(lows, highs, widths):
+            return True, TWO_SIZES
+        cluster = [programs[0]]
+        for i in range(1, len(lows) + 1):
+            if i == len(lows) or lows[i] >= reach[i - 1]:  # a cluster ends
+                if min(cluster) != max(cluster):
+                    return False, None
+                cluster = []
+            if i < len(lows):
+                cluster.append(programs[i])
+    for load in loads:
+        low, high, loaders = (column.tolist() for column in load.bounds())
+        first = [bisect.bisect_right(reach, lo) for lo in low]
+        met = [bisect.bisect_left(lows, hi) - f for hi, f in zip(high, first)]
+        if max(met, default=0) > _MOST_MET:
+            return False, None
+        for row, (lo, begin, count) in enumerate(zip(low, first, met)):
+            for at in range(begin, begin + count):
+                if highs[at] <= lo:  # a row between may end before the load starts
+                    continue
+                writer, step = programs[at], steps[at]
+                if load.every:  # every program reads the row: all but the last come after some writer
+                    if writer < load.every - 1 or step < load.step:
+                        return True, READ_AFTER_WRITE
+                elif writer < loaders[row] or writer == loaders[row] and step < load.step:
+                    return True, READ_AFTER_WRITE
+    return True, None
+
+
+def _few_bytes_meet_across_widths(lows, highs, widths):
+    """``bytes_meet_across_widths`` on lists."""
+    kinds = sorted(set(widths))
+    for width in kinds[:-1]:
+        own = sorted(((lo, hi) for lo, hi, w in zip(lows, highs, widths) if w == width), key=lambda pair: pair[0])
+        own_lows, running_high = [lo for lo, _ in own], list(itertools.accumulate((hi for _, hi in own), max))
+        for lo, hi, w in zip(lows, highs, widths):
+            if w != width:
+                before = bisect.bisect_left(own_lows, hi)  # own ranges starting before this one ends
+                if before > 0 and running_high[before - 1] > lo:
+                    return True
+    return False

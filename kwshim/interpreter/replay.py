@@ -33,7 +33,7 @@ import sys
 import threading
 from collections import OrderedDict
 
-from . import program_axis, special_registers
+from . import program_axis, replay_code, special_registers
 from .specialization import constant_types as _constant_types, key
 from .steps import (BUILDER, OPERATION_NAMES, Folded, Guard, SequenceOf, Slot, TensorOf, foldable, only_a_type,
                     slots_in)
@@ -46,6 +46,9 @@ _INTERPRETER = "triton.runtime.interpreter"
 #: (one per set of guard values: a scalar that reaches ``range`` makes one for each value it takes).
 _KEYS = 256
 _PER_KEY = 32
+#: Replays walked before a trace becomes one function (``replay_code``): compiling its source costs
+#: about as much as two walks, so a trace replayed once or twice never pays it.
+_COMPILED_AFTER = 3
 
 _TRACES: "OrderedDict[tuple, list]" = OrderedDict()
 #: Specializations of one-program launches seen once (``seen_before``), least recently seen dropped.
@@ -274,15 +277,23 @@ class Trace:
                 step = Folded(step)
             steps.append(step)
         self.steps = tuple(steps)
+        self.walked, self.code = 0, None  #: replays by the walk; the steps as one function (``replay_code``)
         recorder.steps = []  # the recorder lives on in its handles' tags (a folded one's too); its steps need not
 
     def replay(self, builder, args):
         """The recorded steps on ``args``' handles (``Miss`` where a guard reads another value, or the
         body read another launch's num_warps)."""
-        import triton.language as tl
-
         if self.warps is not _ANY_WARPS and self.warps != special_registers.launch_warps:
             raise Miss()
+        if self.code is not None:
+            return self.code(builder, args)
+        self._walk(builder, args)
+        self.walked += 1
+        if self.walked == _COMPILED_AFTER:
+            self.code = replay_code.compiled(self, Miss)
+
+    def _walk(self, builder, args):
+        import triton.language as tl
 
         values = [None] * self.size
         for name, slot in self.inputs:

@@ -239,6 +239,9 @@ class _Renumbered:
         self.record, self.places, self.every = record, places, 0
         self.step, self.width = record.step, record.width
 
+    def rows_count(self):
+        return self.record.rows_count()
+
     def bounds(self):
         low, high, programs = self.record.bounds()
         if self.record.every:
