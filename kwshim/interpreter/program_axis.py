@@ -88,6 +88,16 @@ def _handle(data, like):
     return _interpreter().TensorHandle(data, like.dtype.scalar)
 
 
+def _spread(each, shape):
+    """``each`` (a value per program, a fresh array) as a read-only block of ``shape`` per
+    program, no copy: ``np.broadcast_to``'s view, made directly (it costs several times more)."""
+    if not each.flags.c_contiguous:  # not as made here: a buffer of it is no view
+        return np.broadcast_to(each.reshape((-1,) + (1,) * len(shape)), (each.shape[0],) + shape)
+    spread = np.ndarray((each.shape[0],) + shape, each.dtype, each, 0, (each.strides[0],) + (0,) * len(shape))
+    spread.flags.writeable = False
+    return spread
+
+
 def _bytes_of(element):
     """The bytes an element of the Triton type ``element`` takes in memory (int1: one)."""
     return max(1, element.primitive_bitwidth // 8)
@@ -140,14 +150,13 @@ class ProgramAxisOperations:
         made = super().create_make_range(*args)
         return _handle(made.data[None], made)
 
-    def create_splat(self, *args):
+    def create_splat(self, first, second):  # (arg, shape) up to 3.3; (block type, arg) from 3.4
         interpreter = _interpreter()
-        arg = next(a for a in args if isinstance(a, interpreter.TensorHandle))
-        shape = next(a for a in args if not isinstance(a, interpreter.TensorHandle))  # a shape, or (3.6+) a block type
+        arg, shape = (first, second) if isinstance(first, interpreter.TensorHandle) else (second, first)
         shape = tuple(shape.shape if isinstance(shape, interpreter.tl.block_type) else shape)
         each = arg.data.reshape(arg.data.shape[0], -1)[:, 0].astype(interpreter._get_np_dtype(arg.dtype))
         # a read-only view, no copy: what reads it broadcasts anyway (an address block is made once, by addptr)
-        return _handle(np.broadcast_to(each.reshape((-1,) + (1,) * len(shape)), (each.shape[0],) + shape), arg)
+        return _handle(_spread(each, shape), arg)
 
     def create_addptr(self, ptr, offset):  # the interpreter's, in two passes over the block instead of three
         width = _bytes_of(ptr.get_element_ty())
