@@ -17,8 +17,15 @@ measured ``tl.sum`` (fp32, fp16, bf16; rows of 32 to 4096 and both axes of 2-D b
 (195 cases, fp16 sums overflowing included) and ``tl.max``/``tl.min`` with and without their indices
 over rows of NaN, signed zeros and ties (36 cases of 36) is the H200's, as are 44 of 48 2-D arg
 reductions. In the other 4 (rows with NaN, reduced within one warp along the last axis), the GPU
-reads the result from another lane, whose copy differs: which one is the compiler's choice of
-layout conversion, not modelled.
+reads the result from another lane, whose copy differs, and this is why (read from their PTX, and
+every one of their 320 values and indices reproduced so): each lane combines its own value on the
+left, so with NaN the lanes end with different copies (lane 0's is the one modelled here); the
+store's layout conversion then has every lane of a row write its copy to one shared-memory
+address, and the copy that stays is the lowest lane of the access's last phase (a phase is 128
+bytes: 8 lanes for 16-byte accesses, 16 for 8-byte ones, all 32 for 4 bytes or less). The access
+width is the compiler's choice of conversion (it varies with the shape, the warps and the type, the
+value's and the index's apart: fp16 8x256 over 4 warps stores its values from lane 0 and its
+indices from lane 16), so it is not modelled.
 
 The layout is the one the compiler gives a row-major block it loads from contiguous, aligned
 memory (``blocked_layout``: every measured layout, 1-D and 2-D), of the element size it was loaded
