@@ -18,7 +18,7 @@ import functools
 import numpy as np
 
 from . import compiled, numpy_quiet
-from .formats import bits_type, finite_max, is_fp8
+from .formats import bits_type, finite_max, is_fp8, type_name
 
 __all__ = ["float_to_int", "float_to_float", "int_to_float"]
 
@@ -68,20 +68,6 @@ _DIRECT = {"float64": ("float16", "bfloat16", "float32"), "float32": ("float16",
            "float16": ("float32",), "bfloat16": ("float32",)}
 
 
-_DIRECT_PAIRS: dict = {}  #: (source, target) NumPy types -> ``_direct``'s answer
-
-
-def _direct(source, target):
-    """(whether ``_DIRECT`` lists ``source`` for ``target``, whether ``target`` is bf16), kept per
-    pair of types: a dtype's ``name`` costs more than a conversion's test should (ml_dtypes' types
-    make it a Python call)."""
-    found = _DIRECT_PAIRS.get((source, target))
-    if found is None:
-        found = (source.name in _DIRECT.get(target.name, ()), target.name == "bfloat16")
-        _DIRECT_PAIRS[(source, target)] = found
-    return found
-
-
 def _quiet(function):
     """``function`` with NumPy's overflow and invalid-value warnings off: a GPU converts an
     out-of-range value to inf (or saturates) quietly, and so must the conversions here."""
@@ -99,9 +85,9 @@ def float_to_float(data, target, toward_zero=False, rebias_fp8e5=False):
     ``rebias_fp8e5``: ``data`` is fp8e5 and ``target`` bf16 (the GPU's exponent rebias)."""
     target = np.dtype(target)
     data = np.asarray(data)
-    direct, to_bf16 = _direct(data.dtype, target)
-    if direct and not (toward_zero or rebias_fp8e5):
-        rounded = _compiled_bf16(data) if to_bf16 else None
+    target_name = type_name(target)
+    if not (toward_zero or rebias_fp8e5) and type_name(data.dtype) in _DIRECT.get(target_name, ()):
+        rounded = _compiled_bf16(data) if target_name == "bfloat16" else None
         if rounded is not None:
             return rounded.view(target)
         direct = data.astype(target)  # exact, or one rounding from fp32: the fp64 path's bits

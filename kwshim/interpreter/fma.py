@@ -20,6 +20,7 @@ to the CPU's own fused multiply-add instead (``compiled``): the same bits, 10-40
 import numpy as np
 
 from . import compiled
+from .formats import type_name
 from .numpy_quiet import quiet
 
 __all__ = ["fma", "numpy_fma", "fma_chain"]
@@ -74,7 +75,7 @@ def numpy_fma(a, b, c):
         nearest = product + addend
         narrow = nearest.astype(np.float16 if dtype == np.float16 else np.float32)
         result = narrow if narrow.dtype == dtype else narrow.astype(dtype)
-        doubtful = _doubtful(nearest, narrow, dtype) if _fast(dtype) else np.ones_like(narrow, bool)
+        doubtful = _doubtful(nearest, narrow, dtype) if type_name(dtype) in _FAST else np.ones_like(narrow, bool)
         if doubtful is None:
             return result
         product, addend = np.broadcast_arrays(product, addend)
@@ -86,15 +87,6 @@ def numpy_fma(a, b, c):
 
 #: The types whose midpoints ``_doubtful`` knows (any other, fp8 among them, takes the exact path everywhere)
 _FAST = frozenset({"float32", "float16", "bfloat16"})
-_FAST_TYPES: dict = {}  #: NumPy type -> whether its name is in ``_FAST`` (a name costs a Python call)
-
-
-def _fast(dtype):
-    found = _FAST_TYPES.get(dtype)
-    if found is None:
-        found = _FAST_TYPES[dtype] = np.dtype(dtype).name in _FAST
-    return found
-
 
 #: fp64 significand bits below the last of fp32 and fp16, and their smallest normals
 _BELOW = {np.dtype(np.float32): (29, np.float32(2.0 ** -126)), np.dtype(np.float16): (42, np.float16(2.0 ** -14))}

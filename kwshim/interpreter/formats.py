@@ -14,7 +14,7 @@ import functools
 import numpy as np
 
 __all__ = ["ML_DTYPES", "numpy_type", "is_ml_dtype", "numpy_dtype_function", "bits_type", "is_fp8", "finite_max",
-           "missing_ml_dtypes"]
+           "missing_ml_dtypes", "type_name"]
 
 #: Triton's format names and the ``ml_dtypes`` type of each.
 ML_DTYPES = {
@@ -80,6 +80,18 @@ def numpy_dtype_function(original):
         return found
 
     return _get_np_dtype
+
+
+_NAMES: dict = {}  #: NumPy type -> its name (``type_name``)
+
+
+def type_name(numpy_type) -> str:
+    """``np.dtype(numpy_type).name``, kept per type: NumPy computes a name in Python at each call, a
+    few microseconds, and a conversion or an fma asks it each time."""
+    found = _NAMES.get(numpy_type)
+    if found is None:
+        found = _NAMES[numpy_type] = np.dtype(numpy_type).name
+    return found
 
 
 def bits_type(numpy_type):
