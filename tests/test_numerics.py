@@ -558,6 +558,32 @@ def test_sums_maxima_and_cumsums_combine_in_the_h200_s_lane_order(grid):
     assert len(names) >= 300 and set(differing) <= lane_orders.NOT_MODELLED, differing
 
 
+def test_the_h100_stores_the_copy_of_the_lowest_lane_of_the_shared_store_s_last_phase():
+    """Where a warp's lanes hold different copies of a reduced row (a combine that keeps its left
+    operand), the H100 stored, in every one of its 746 rows, the copy of the lane the phase rule
+    names from the compiled kernel's own shared-store width and layout: lanes 8, 16 and 24 as well
+    as 0 (the rule behind ``lane_orders.NOT_MODELLED``: kwshim keeps lane 0's)."""
+    import re
+
+    from parity import shared_store_lanes
+
+    cases = _recorded("shared_store_lanes_h100.json", "results")
+    assert len(cases) == len(shared_store_lanes.CASES)
+    kept_lanes = set()
+    for name, case in cases.items():
+        found = re.search(r"sizePerThread = \[(\d+), (\d+)\], threadsPerWarp = \[(\d+), (\d+)\], "
+                          r"warpsPerCTA = \[(\d+), (\d+)\]", case["layout"][0])
+        rows_per_thread, per_thread, row_lanes, lanes, _, warps = map(int, found.groups())
+        for row, column in enumerate(case["columns"]):
+            if warps > 1:  # combined over the warps in shared memory: every lane holds lane 0's copy
+                assert column == 0, (name, row)
+                continue
+            kept = shared_store_lanes.lane(lanes, row // rows_per_thread % row_lanes, max(case["shared_stores"]))
+            assert column == kept * per_thread, (name, row)
+            kept_lanes.add(kept)
+    assert kept_lanes == {0, 8, 16, 24}
+
+
 def test_sums_of_a_dot_result_combine_in_the_tensor_cores_layout_as_on_the_h200():
     """A ``tl.dot`` result stays in the tensor cores' layout (``#ttg.nvidia_mma``, versions 2 and
     3), whose lanes hold other elements than a loaded block's: ``tl.sum`` along either axis of the
