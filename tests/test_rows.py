@@ -493,3 +493,48 @@ def test_a_store_row_that_ends_where_a_load_row_starts_does_not_meet_it():
     log.store_rows(np.array([base], np.int64), np.zeros((1, 10), np.uint32))  # bytes [0, 40), after the load
     assert records._few_rows_conflict(log.loads, log.stores) == (True, None)
     assert records._many_rows_conflict(log.loads, log.stores) == (True, None)
+
+
+def test_a_store_masked_out_everywhere_meets_no_load():
+    """A store that stored nothing (its mask all false) leaves the rows' rule nothing to meet."""
+    from kwshim.interpreter.store_log import StoreLog
+
+    log, base = StoreLog(2), 1 << 20
+    log.load_rows(np.array([base, base + 16], np.int64), 4, 4)
+    log.store(np.empty(0, np.uint64), np.empty(0, np.uint32), np.zeros((2, 4), bool))
+    assert records.rows_apply(log.loads + log.stores)
+    assert records._few_rows_conflict(log.loads, log.stores) == (True, None)
+    assert records._many_rows_conflict(log.loads, log.stores) == (True, None)
+
+
+@triton.jit
+def rows_and_flags(x_ptr, y_ptr, flag_ptr, total_ptr, flagged, BLOCK: tl.constexpr):
+    """A row each, and a load, a store and an atomic under a mask made of a per-program scalar and a
+    block, ``(row < flagged) & ...``: the interpreter's splat of the scalar holds int32 data."""
+    row = tl.program_id(0)
+    cols = tl.arange(0, BLOCK)
+    x = tl.load(x_ptr + row * BLOCK + cols, mask=(row < flagged) & (cols < 6), other=-5.0)
+    tl.store(y_ptr + row * BLOCK + cols, x * 2)
+    tl.store(flag_ptr + row + cols * 0, x + 1, mask=(row < flagged) & (cols == 0))
+    tl.atomic_add(total_ptr + cols, x, mask=(row < flagged) & (cols < 4))
+
+
+@batching
+@needs_block_loads
+@pytest.mark.parametrize("flagged", [0, 2])
+def test_a_mask_of_a_program_s_scalar_and_a_block_masks_as_the_loop_does(flagged):
+    """Such a mask's int32 data is read as its truth: the loop on 3.9 no longer refuses it ("mask
+    has unsupported dtype"), and a batch no longer indexes by it (it stored program 0's row where
+    every program's mask was false)."""
+    def make():
+        return (torch.arange(4 * 8, dtype=torch.float32).reshape(4, 8), torch.zeros(4, 8), torch.full((4,), -1.0),
+                torch.zeros(8))
+
+    before = grid_module.launch_record().get(rows_and_flags.fn.__qualname__, {"batched": 0})["batched"]
+    y, flags, total = _batched_as_looped(rows_and_flags, (4,), make, flagged, BLOCK=8)[1:]
+    loaded = torch.where((torch.arange(4)[:, None] < flagged) & (torch.arange(8) < 6),
+                         torch.arange(32.0).reshape(4, 8), torch.tensor(-5.0))
+    assert y.tolist() == (loaded * 2).tolist()
+    assert flags.tolist() == [loaded[row, 0].item() + 1 if row < flagged else -1.0 for row in range(4)]
+    assert total.tolist() == [loaded[:flagged, c].sum().item() if c < 4 else 0.0 for c in range(8)]
+    assert grid_module.launch_record()[rows_and_flags.fn.__qualname__]["batched"] == before + 1

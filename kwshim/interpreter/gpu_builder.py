@@ -68,6 +68,18 @@ def _selects_all(condition, chosen, other):
     return bool(distinct.all())
 
 
+def predicate(mask):
+    """``mask`` (a load's, store's or atomic's) with bool data: its data's truth, as the GPU reads an
+    i1. The interpreter types a comparison's handle by its operands (``row < n`` is an int32 handle
+    of bools), so a splat of one beside a block (``(row < n) & (cols == 0)``) holds int32 data:
+    the native store of 3.9 refuses it ("mask has unsupported dtype"), and a batch would index by it."""
+    data = getattr(mask, "data", None)
+    if not isinstance(data, np.ndarray) or data.dtype == np.bool_:  # (a block pointer's is an array: bools)
+        return mask
+    interpreter = sys.modules[_INTERPRETER]
+    return interpreter.TensorHandle(data != 0, interpreter.tl.int1)
+
+
 @functools.lru_cache(maxsize=None)
 def gpu_builder_class(base):
     """A subclass of the interpreter's builder class ``base`` that computes as the GPU does."""
@@ -151,12 +163,13 @@ def gpu_builder_class(base):
             return lane_order.from_tensor_cores(base.create_dot(self, a, b, d, *args, **kwargs), a, True)
 
         def create_masked_load(self, ptrs, mask, other, *args, **kwargs):
-            element = ptrs.get_element_ty()
+            element, mask = ptrs.get_element_ty(), predicate(mask)
             if element.name not in ML_DTYPES:  # by name: every load pays for this test
                 return base.create_masked_load(self, ptrs, mask, other, *args, **kwargs)
             return load_through_bits(ptrs, mask, other, element)
 
         def create_masked_store(self, ptrs, value, mask, *args, **kwargs):
+            mask = predicate(mask)
             if value.dtype.name in ML_DTYPES:
                 value = TensorHandle(as_bits(value.data), value.dtype)
             return base.create_masked_store(self, ptrs, value, mask, *args, **kwargs)
@@ -178,6 +191,7 @@ def gpu_builder_class(base):
                 if read is None else read
 
         def create_atomic_rmw(self, rmwOp, ptr, val, mask, sem, scope):
+            mask = predicate(mask)
             if not (is_ml_dtype(val.data.dtype) or (rmwOp == fadd and val.data.dtype == np.float16)):
                 return base.create_atomic_rmw(self, rmwOp, ptr, val, mask, sem, scope)
             if rmwOp != fadd or is_fp8(val.data.dtype):
@@ -208,7 +222,7 @@ def gpu_builder_class(base):
 
     if compat.native_masked_load(base):  # our frame in place of the interpreter's
         def direct_load(self, ptrs, mask, other, *args, **kwargs):
-            element = ptrs.get_element_ty()
+            element, mask = ptrs.get_element_ty(), predicate(mask)
             if element.name in ML_DTYPES:
                 return load_through_bits(ptrs, mask, other, element)
             numpy_type = interpreter._get_np_dtype(element)
@@ -218,7 +232,7 @@ def gpu_builder_class(base):
         GPUBuilder.create_masked_load = direct_load
     if compat.native_masked_store(base):
         def direct_store(self, ptrs, value, mask, *args, **kwargs):
-            data = value.data
+            data, mask = value.data, predicate(mask)
             if value.dtype.name in ML_DTYPES:
                 data = as_bits(data)
             return interpreter._interpreter.store(ptrs.data, data, mask.data)

@@ -35,6 +35,7 @@ import sys
 import numpy as np
 
 from . import batching_rules, block_pointers, inline_ptx, memory, rows
+from .gpu_builder import predicate
 
 __all__ = ["Fallback", "Diverged", "ProgramAxisOperations", "batched_builder_class", "tensor_entries", "truth",
            "index"]
@@ -213,6 +214,7 @@ class ProgramAxisOperations:
         return self.create_masked_store(ptr, value, _everywhere(ptr), *args)
 
     def create_masked_load(self, ptrs, mask, other, *args, **kwargs):
+        mask = predicate(mask)  # bool data: an int32 one would index, not mask, below
         interpreter = _interpreter()
         TensorHandle = interpreter.TensorHandle
         loaded = rows.load(self.kwshim_batch.log, ptrs, mask, other, _GATHER_FROM)
@@ -240,6 +242,7 @@ class ProgramAxisOperations:
         return TensorHandle(data, element)
 
     def create_masked_store(self, ptrs, value, mask, *args, **kwargs):
+        mask = predicate(mask)
         found = rows.pieces(ptrs, mask)
         stored = None if found is None else [rows.store_rows(ptrs, value, piece) for piece in found]
         if stored is not None and None not in stored:
@@ -256,6 +259,7 @@ class ProgramAxisOperations:
         self.kwshim_batch.log.store(addresses, values.view(f"uint{values.dtype.itemsize * 8}"), mask_data)
 
     def create_atomic_rmw(self, rmwOp, ptr, val, mask, sem, scope):
+        mask = predicate(mask)
         interpreter = _interpreter()
         TensorHandle = interpreter.TensorHandle
         ptr_data, val_data, mask_data = _common(ptr.data, val.data, mask.data)

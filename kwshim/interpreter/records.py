@@ -265,6 +265,8 @@ def _few_rows_conflict(loads, stores):
         low, high, program = store.bounds()
         entries.extend((lo, hi, store.width, p, store.step) for lo, hi, p in zip(low.tolist(), high.tolist(),
                                                                                  program.tolist()))
+    if not entries:  # every store masked out: nothing a load could meet
+        return True, None
     entries.sort(key=lambda entry: entry[0])
     lows, highs, widths, programs, steps = (list(column) for column in zip(*entries))
     reach = list(itertools.accumulate(highs, max))
