@@ -263,6 +263,10 @@ class ProgramAxisOperations:
         interpreter = _interpreter()
         TensorHandle = interpreter.TensorHandle
         ptr_data, val_data, mask_data = _common(ptr.data, val.data, mask.data)
+        programs = self.kwshim_batch.log.programs
+        if ptr_data.shape[0] != programs:  # no operand varies by program (``tl.atomic_add(count, 1)``):
+            ptr_data, val_data, mask_data = _common(  # every program applies it, not one for all
+                *(np.broadcast_to(a, (programs,) + a.shape[1:]) for a in (ptr_data, val_data, mask_data)))
         element, pointer = val.dtype.scalar, ptr.dtype.scalar
         release_atomic = super().create_atomic_rmw
 
