@@ -330,15 +330,7 @@ class Trace:
                     continue
                 folded, step = step, step.step  # made now, as any step, and kept
             if type(step) is Guard:
-                try:
-                    value = step.read(values[step.index])
-                except program_axis.Diverged:
-                    if step.read is program_axis.truth:  # the body diverges here too: every trace would
-                        raise
-                    raise Miss() from None  # an index: the body decides (a range may run in lockstep)
-                except program_axis.Fallback:
-                    raise Miss() from None
-                if value != step.value:
+                if replay_code.read_guard(step.read, values[step.index], Miss) != step.value:
                     raise Miss()
                 for slot in step.release:
                     values[slot] = None

@@ -11,7 +11,7 @@ calls in the same order as the walk makes (the same bits, the same ``Miss``).
 from . import program_axis
 from .steps import BUILDER, Folded, Guard, SequenceOf, Slot, TensorOf
 
-__all__ = ["compiled"]
+__all__ = ["compiled", "read_guard"]
 
 
 def compiled(trace, miss):
@@ -34,7 +34,7 @@ def compiled(trace, miss):
             continue
         if type(step) is Guard:
             read = "_truth" if step.read is program_axis.truth else source.constant(step.read)
-            lines.append(f"    if _read({read}, v{step.index}) != {source.constant(step.value)}: raise _miss()")
+            lines.append(f"    if _read({read}, v{step.index}, _miss) != {source.constant(step.value)}: raise _miss()")
             lines.extend(_releases(step.release, folded))
             continue
         function, arguments, keywords, out, release = step
@@ -51,7 +51,7 @@ def compiled(trace, miss):
             lines.append(f"    {call}")
         lines.extend(_releases(release, folded))
     lines.append("    return None")
-    source.names.update(_tensor=tl.core.tensor, _miss=miss, _read=_read(miss), _truth=program_axis.truth)
+    source.names.update(_tensor=tl.core.tensor, _miss=miss, _read=read_guard, _truth=program_axis.truth)
     exec(compile("\n".join(lines), f"<kwshim trace of {len(trace.steps)} steps>", "exec"), source.names)
     return source.names["run"]
 
@@ -103,17 +103,15 @@ def _releases(slots, folded):
     return [f"    v{slot} = None" for slot in slots if slot not in folded]
 
 
-def _read(miss):
-    def read(reader, handle):
-        """A guard's read, as the walk makes it: a ``Diverged`` at an ``if`` is the body's own; any
-        other ``Fallback`` is a ``Miss``."""
-        try:
-            return reader(handle)
-        except program_axis.Diverged:
-            if reader is program_axis.truth:
-                raise
-            raise miss() from None
-        except program_axis.Fallback:
-            raise miss() from None
-
-    return read
+def read_guard(reader, handle, miss):
+    """A guard's read of ``handle`` (the walk's and the generated function's): a ``Diverged`` at an
+    ``if`` is the body's own (it diverges there too: every trace would); at an index, or any other
+    ``Fallback``, ``miss`` is raised and the body decides (a range may run in lockstep)."""
+    try:
+        return reader(handle)
+    except program_axis.Diverged:
+        if reader is program_axis.truth:
+            raise
+        raise miss() from None
+    except program_axis.Fallback:
+        raise miss() from None
