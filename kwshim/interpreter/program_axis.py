@@ -93,10 +93,9 @@ def _handle(data, like):
 
 
 def _spread(each, shape):
-    """``each`` (a value per program, a fresh array) as a read-only block of ``shape`` per
-    program, no copy: ``np.broadcast_to``'s view, made directly (it costs several times more)."""
-    if not each.flags.c_contiguous:  # not as made here: a buffer of it is no view
-        return np.broadcast_to(each.reshape((-1,) + (1,) * len(shape)), (each.shape[0],) + shape)
+    """``each`` (a value per program: a 1-D array ``astype`` made, so contiguous, as a buffer must be)
+    as a read-only block of ``shape`` per program, no copy: ``np.broadcast_to``'s view, made
+    directly (it costs several times more)."""
     spread = np.ndarray((each.shape[0],) + shape, each.dtype, each, 0, (each.strides[0],) + (0,) * len(shape))
     spread.flags.writeable = False
     return spread
@@ -265,8 +264,8 @@ class ProgramAxisOperations:
         ptr_data, val_data, mask_data = _common(ptr.data, val.data, mask.data)
         programs = self.kwshim_batch.log.programs
         if ptr_data.shape[0] != programs:  # no operand varies by program (``tl.atomic_add(count, 1)``):
-            ptr_data, val_data, mask_data = _common(  # every program applies it, not one for all
-                *(np.broadcast_to(a, (programs,) + a.shape[1:]) for a in (ptr_data, val_data, mask_data)))
+            ptr_data, val_data, mask_data = (np.ascontiguousarray(np.broadcast_to(a, (programs,) + a.shape[1:]))
+                                             for a in (ptr_data, val_data, mask_data))  # each program applies it
         element, pointer = val.dtype.scalar, ptr.dtype.scalar
         release_atomic = super().create_atomic_rmw
 
