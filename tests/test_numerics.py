@@ -231,6 +231,22 @@ def test_fp16_atomic_add_of_a_2d_block_adds_in_order_and_returns_what_it_found(g
     assert torch.equal(old, torch.stack([torch.zeros(8, dtype=torch.float16), x[0::2]], dim=1).reshape(-1))
 
 
+@needs_gpu_arithmetic
+@pytest.mark.parametrize("grid", ["sequential", "batched"])
+def test_a_float_exchange_moves_bits_and_a_compare_and_swap_compares_bits_as_the_h100_does(grid):
+    """An fp32 or fp64 ``tl.atomic_xchg``, which compiled Triton runs and the interpreter's native
+    exchange refuses ("Unsupported data type", every release), moves the value's bits (NaN payloads,
+    a signalling NaN, -0.0), as a block and one element per program; a compare-and-swap swaps where
+    the bits match (-0.0 is not +0.0, a NaN is itself). The H100's memory and old values, bit for bit."""
+    from parity import float_exchanges
+
+    h100 = _recorded("float_exchanges_h100.json", "results")
+    assert h100["cas fp32"]["memory"][5] == "80000000"  # -0.0 compared with +0.0: no swap
+    with kwshim.activate(grid=grid):
+        here = float_exchanges.results("cpu")
+    assert here == h100
+
+
 def test_without_ml_dtypes_a_bf16_kernel_fails_naming_kwshim_and_an_fp32_one_runs():
     code = f"""
 import sys

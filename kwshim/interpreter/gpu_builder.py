@@ -89,6 +89,7 @@ def gpu_builder_class(base):
     TensorHandle = interpreter.TensorHandle
     rtz = interpreter._ir.ROUNDING_MODE.RTZ
     fadd = interpreter._ir.ATOMIC_OP.FADD
+    xchg = interpreter._ir.ATOMIC_OP.XCHG
 
     def np_dtype(tt):
         return interpreter._get_np_dtype(tt)
@@ -192,6 +193,11 @@ def gpu_builder_class(base):
 
         def create_atomic_rmw(self, rmwOp, ptr, val, mask, sem, scope):
             mask = predicate(mask)
+            if rmwOp == xchg and val.data.dtype.kind == "f":  # fp32, fp64: the native exchange takes
+                integers = np.dtype(f"int{val.data.dtype.itemsize * 8}")  # integers alone; a GPU moves bits
+                old = base.create_atomic_rmw(self, rmwOp, ptr, TensorHandle(val.data.view(integers), val.dtype.scalar),
+                                             mask, sem, scope)
+                return TensorHandle(old.data.view(val.data.dtype), val.dtype.scalar)
             if not (is_ml_dtype(val.data.dtype) or (rmwOp == fadd and val.data.dtype == np.float16)):
                 return base.create_atomic_rmw(self, rmwOp, ptr, val, mask, sem, scope)
             if rmwOp != fadd or is_fp8(val.data.dtype):
