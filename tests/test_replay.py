@@ -227,6 +227,68 @@ def test_a_trace_replayed_often_runs_as_one_function_with_the_walk_s_bits_and_gu
     assert grid_module.fallback_reasons().get(early_return.fn.__qualname__) is None
 
 
+@triton.jit
+def loaded_trips(x_ptr, trips_ptr, out_ptr):
+    """A loop over a count each program loads (a varlen kernel's chunks of its own sequence)."""
+    pid = tl.program_id(0)
+    x = tl.load(x_ptr + pid)
+    total = x * 0
+    for i in range(tl.load(trips_ptr + pid)):
+        total += x * (i + 1)
+    tl.store(out_ptr + pid, total)
+
+
+def _counting_replays(monkeypatch):
+    """The traces whose replay a batch tries, in order (each trace's number of steps)."""
+    tried, replay_trace = [], replay.Trace.replay
+
+    def counted(trace, builder, args):
+        tried.append(len(trace.steps))
+        return replay_trace(trace, builder, args)
+
+    monkeypatch.setattr(replay.Trace, "replay", counted)
+    return tried
+
+
+@batching
+@pytest.mark.parametrize("compiled_after", [1, 3])
+def test_a_miss_skips_the_traces_whose_guard_there_holds_another_value(monkeypatch, compiled_after):
+    """Traces of one specialization share their steps up to the first guard whose values differ:
+    where one misses, the value read there tells which others can hold. With a trace for each trip
+    count from 2 to 7 (the newest tried first), a launch of 2 trips tries the newest and then its own,
+    not the four between, in a walked replay and in the generated function alike; where the programs
+    disagree at the guard, every trace would, and the body runs after the first (then each run of
+    programs that agree tries the newest and its own). The loop's bits."""
+    monkeypatch.setattr(replay, "_COMPILED_AFTER", compiled_after)
+
+    def launch(trips):
+        trips = torch.tensor(trips if isinstance(trips, list) else [trips] * 4, dtype=torch.int32)
+        return (4,), lambda: ((torch.arange(4, dtype=torch.float32) + 1, trips, torch.zeros(4)), ())
+
+    uniform = [launch(trips) for trips in range(2, 8)] + [launch(7)] * 2  # 7's trace runs as code when compiled_after=1
+    with kwshim.activate(grid="batched"):
+        for grid, make in uniform:
+            tensors, _ = make()
+            loaded_trips[grid](*tensors)
+        tried = _counting_replays(monkeypatch)
+        grid, make = launch(2)
+        tensors, _ = make()
+        loaded_trips[grid](*tensors)
+        newest = _traces_of(loaded_trips)[0]
+        assert (newest.code is not None) == (compiled_after == 1)
+        assert len(tried) == 2 and tried[0] > tried[1]  # 7 trips' trace, then 2 trips' (shorter)
+        assert tried[0] == len(newest.steps)
+        assert tensors[2].tolist() == [3.0, 6.0, 9.0, 12.0]
+        del tried[:]
+        grid, make = launch([2, 3, 2, 3])
+        tensors, _ = make()
+        loaded_trips[grid](*tensors)
+        seven, two, three = tried[0], tried[2], tried[4]  # the batches of programs that agree follow
+        assert tried[1:] and tried == [seven] + [seven, two, seven, three] * ((len(tried) - 1) // 4), tried
+    monkeypatch.undo()
+    _same_as_the_loop(loaded_trips, uniform + [launch(2), launch([2, 3, 2, 3]), launch(5)])
+
+
 @batching
 def test_the_traces_are_forgotten_when_the_switch_goes_off():
     with kwshim.activate(grid="batched"):

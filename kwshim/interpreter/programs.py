@@ -328,8 +328,7 @@ def _batch(fn, args, grid, first, count, launch_key=None, make_language=_nothing
     whose stores are written, and undone where the run raises) and whether a trace was replayed.
     ``hint``: the value of a group of programs (``program_groups``), whose traces are tried first."""
     from ..patching import Patch
-    from . import program_axis
-    from . import own_writes, program_range, reductions
+    from . import own_writes, program_axis, program_range, reductions
     from .store_log import StoreLog
 
     builder = _builder()
@@ -341,15 +340,21 @@ def _batch(fn, args, grid, first, count, launch_key=None, make_language=_nothing
     batched_class = program_axis.batched_builder_class(type(builder))
     new_log = functools.partial(own_writes.WriteThroughLog, count, _native_store) if write_through else \
         functools.partial(StoreLog, count)
+    misses: list = []  # (guard, value read) where a trace missed: a trace that can hold agrees with each
     for trace in replay.traces(launch_key, hint) if launch_key is not None else ():
+        if not trace.may_hold(misses):
+            continue
         log = new_log()
         with Patch() as patch:
             patch.setattr(builder, "__class__", batched_class)
             patch.setattr(builder, "kwshim_batch", _Batch(program_ids, log))
             try:
                 trace.replay(builder, args)
-            except replay.Miss:
+            except replay.Miss as miss:
                 log.undo()
+                if miss.value is replay.DIVERGED:  # every trace reaching that guard finds it so
+                    break
+                misses += [] if miss.position is None else [(miss.position, miss.value)]
                 continue
             except BaseException:
                 log.undo()

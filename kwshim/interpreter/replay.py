@@ -35,11 +35,11 @@ from collections import OrderedDict
 
 from . import program_axis, replay_code, special_registers
 from .specialization import constant_types as _constant_types, key
-from .steps import (BUILDER, OPERATION_NAMES, Folded, Guard, SequenceOf, Slot, TensorOf, foldable, only_a_type,
-                    slots_in)
+from .steps import (BUILDER, DIVERGED, OPERATION_NAMES, Folded, Guard, SequenceOf, Slot, TensorOf, foldable,
+                    only_a_type, slots_in)
 
-__all__ = ["Miss", "Recorder", "Trace", "key", "traces", "keep", "seen_before", "clear", "tracing_builder_class",
-           "recording_class", "recorded", "recording"]
+__all__ = ["Miss", "DIVERGED", "Recorder", "Trace", "key", "traces", "keep", "seen_before", "clear",
+           "tracing_builder_class", "recording_class", "recorded", "recording"]
 
 _INTERPRETER = "triton.runtime.interpreter"
 #: Specializations whose traces are kept (least recently used dropped), and traces per specialization
@@ -60,7 +60,14 @@ _RECORDING = None
 
 
 class Miss(Exception):
-    """A replayed guard read another value than the trace's: the body must run."""
+    """A replayed guard read another value than the trace's: the body must run. Where the guard is
+    known, ``position`` is its step and ``value`` what it read there (``DIVERGED``: the programs
+    disagree). The traces of one key share their steps up to the first guard whose values differ,
+    so the miss tells which other traces could hold (``Trace.may_hold``)."""
+
+    def __init__(self, position=None, value=None):
+        super().__init__()
+        self.position, self.value = position, value
 
 
 #: The interpreter's handles that hold others (``batching_rules.HELD``): a step's result, kept in a slot.
@@ -292,6 +299,17 @@ class Trace:
         if self.walked == _COMPILED_AFTER:
             self.code = replay_code.compiled(self, Miss)
 
+    def may_hold(self, misses):
+        """Whether this trace's guards can hold where others of its key missed (``misses``: each
+        ``(position, value read)``): up to there it made the same steps, so its guard there must hold
+        that value (one differing earlier misses earlier). A trace skipped costs a recording at most."""
+        steps = self.steps
+        for position, value in misses:
+            step = steps[position] if position < len(steps) else None
+            if type(step) is not Guard or step.value != value:
+                return False
+        return True
+
     def _walk(self, builder, args):
         import triton.language as tl
 
@@ -320,7 +338,7 @@ class Trace:
                 for item, each in zip(template.items, result):
                     bind(item, each)
 
-        for step in self.steps:
+        for position, step in enumerate(self.steps):
             folded = None
             if type(step) is Folded:
                 if step.value is not None:  # made by an earlier replay
@@ -330,8 +348,9 @@ class Trace:
                     continue
                 folded, step = step, step.step  # made now, as any step, and kept
             if type(step) is Guard:
-                if replay_code.read_guard(step.read, values[step.index], Miss) != step.value:
-                    raise Miss()
+                found = replay_code.read_guard(step.read, values[step.index], Miss, position)
+                if found != step.value:
+                    raise Miss(position, found)
                 for slot in step.release:
                     values[slot] = None
                 continue

@@ -9,7 +9,7 @@ calls in the same order as the walk makes (the same bits, the same ``Miss``).
 """
 
 from . import program_axis
-from .steps import BUILDER, Folded, Guard, SequenceOf, Slot, TensorOf
+from .steps import BUILDER, DIVERGED, Folded, Guard, SequenceOf, Slot, TensorOf
 
 __all__ = ["compiled", "read_guard"]
 
@@ -24,7 +24,7 @@ def compiled(trace, miss):
     for name, slot in trace.inputs:
         lines.append(f"    v{slot} = args[{source.constant(name)}].handle")
     folded = set()
-    for step in trace.steps:
+    for position, step in enumerate(trace.steps):
         if type(step) is Folded:
             if step.value is None:
                 return None
@@ -34,7 +34,8 @@ def compiled(trace, miss):
             continue
         if type(step) is Guard:
             read = "_truth" if step.read is program_axis.truth else source.constant(step.read)
-            lines.append(f"    if _read({read}, v{step.index}, _miss) != {source.constant(step.value)}: raise _miss()")
+            lines.append(f"    g = _read({read}, v{step.index}, _miss, {position})")
+            lines.append(f"    if g != {source.constant(step.value)}: raise _miss({position}, g)")
             lines.extend(_releases(step.release, folded))
             continue
         function, arguments, keywords, out, release = step
@@ -103,15 +104,16 @@ def _releases(slots, folded):
     return [f"    v{slot} = None" for slot in slots if slot not in folded]
 
 
-def read_guard(reader, handle, miss):
-    """A guard's read of ``handle`` (the walk's and the generated function's): a ``Diverged`` at an
-    ``if`` is the body's own (it diverges there too: every trace would); at an index, or any other
-    ``Fallback``, ``miss`` is raised and the body decides (a range may run in lockstep)."""
+def read_guard(reader, handle, miss, position):
+    """A guard's read of ``handle`` (the walk's and the generated function's; ``position``: its step):
+    a ``Diverged`` at an ``if`` is the body's own (it diverges there too: every trace would); at an
+    index, ``miss`` is raised as ``DIVERGED`` there (a range may run in lockstep: the body decides),
+    and at any other ``Fallback`` with no position."""
     try:
         return reader(handle)
     except program_axis.Diverged:
         if reader is program_axis.truth:
             raise
-        raise miss() from None
+        raise miss(position, DIVERGED) from None
     except program_axis.Fallback:
         raise miss() from None

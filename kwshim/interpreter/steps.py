@@ -14,8 +14,8 @@ import types
 
 from . import batching_rules
 
-__all__ = ["Slot", "TensorOf", "SequenceOf", "BUILDER", "Guard", "Folded", "foldable", "only_a_type", "slots_in",
-           "OPERATION_NAMES", "operation_name"]
+__all__ = ["Slot", "TensorOf", "SequenceOf", "BUILDER", "DIVERGED", "Guard", "Folded", "foldable", "only_a_type",
+           "slots_in", "OPERATION_NAMES", "operation_name"]
 
 #: Operations on a block's shape that read nothing but their operands (``program_axis``'s).
 _SHAPES = ("create_splat", "create_make_range", "create_expand_dims", "create_broadcast")
@@ -54,6 +54,11 @@ class _Builder:
 
 
 BUILDER = _Builder()
+
+
+#: What a guard read where the programs disagree (a replay's ``Miss``): every trace that reaches that
+#: step finds the same.
+DIVERGED = object()
 
 
 class Guard:
