@@ -290,6 +290,21 @@ def test_a_miss_skips_the_traces_whose_guard_there_holds_another_value(monkeypat
 
 
 @batching
+def test_where_the_programs_disagree_at_a_guard_a_trace_of_a_lockstep_range_still_replays():
+    def launch(programs, rows_per_program):
+        x = torch.arange(max(1, programs * rows_per_program) * 16, dtype=torch.float32).reshape(-1, 16)
+        return (programs,), lambda: ((x.clone(), torch.zeros_like(x)), (rows_per_program,))
+
+    before = _record(lockstep)
+    # 2 rows per program: a range in lockstep, recorded; 0 rows: the bounds agree (Python's range, a
+    # guard), recorded and tried first; 2 rows again: that trace misses where the programs disagree,
+    # and the lockstep trace, which has no guard there, replays
+    batched = _same_as_the_loop(lockstep, [launch(4, 2), launch(4, 0), launch(4, 2)], BLOCK=16)
+    assert torch.equal(batched[2][1], batched[2][0] * 2)
+    assert _record(lockstep)["replayed"] - before["replayed"] == 1
+
+
+@batching
 def test_the_traces_are_forgotten_when_the_switch_goes_off():
     with kwshim.activate(grid="batched"):
         early_return[(4,)](torch.zeros(4, dtype=torch.int32), 4)

@@ -352,8 +352,6 @@ def _batch(fn, args, grid, first, count, launch_key=None, make_language=_nothing
                 trace.replay(builder, args)
             except replay.Miss as miss:
                 log.undo()
-                if miss.value is replay.DIVERGED:  # every trace reaching that guard finds it so
-                    break
                 misses += [] if miss.position is None else [(miss.position, miss.value)]
                 continue
             except BaseException:

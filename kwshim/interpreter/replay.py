@@ -302,11 +302,13 @@ class Trace:
     def may_hold(self, misses):
         """Whether this trace's guards can hold where others of its key missed (``misses``: each
         ``(position, value read)``): up to there it made the same steps, so its guard there must hold
-        that value (one differing earlier misses earlier). A trace skipped costs a recording at most."""
+        that value, and where the programs disagreed (``DIVERGED``) it must have no guard there (a
+        range run in lockstep); one differing earlier misses earlier. Skipping costs a recording at most."""
         steps = self.steps
         for position, value in misses:
             step = steps[position] if position < len(steps) else None
-            if type(step) is not Guard or step.value != value:
+            holds = type(step) is not Guard if value is DIVERGED else type(step) is Guard and step.value == value
+            if not holds:
                 return False
         return True
 

@@ -107,8 +107,8 @@ def _releases(slots, folded):
 def read_guard(reader, handle, miss, position):
     """A guard's read of ``handle`` (the walk's and the generated function's; ``position``: its step):
     a ``Diverged`` at an ``if`` is the body's own (it diverges there too: every trace would); at an
-    index, ``miss`` is raised as ``DIVERGED`` there (a range may run in lockstep: the body decides),
-    and at any other ``Fallback`` with no position."""
+    index, ``miss`` is raised as ``DIVERGED`` there (a range may run in lockstep: a trace of that, or
+    the body, decides), and at any other ``Fallback`` with no position."""
     try:
         return reader(handle)
     except program_axis.Diverged:
