@@ -56,7 +56,7 @@ class _Builder:
 BUILDER = _Builder()
 
 
-#: What a guard read where the programs disagree (a replay's ``Miss``): every trace that reaches that
+#: What a guard read where the programs disagree (a replay's ``Miss``): every trace with a guard at that
 #: step finds the same.
 DIVERGED = object()
 
