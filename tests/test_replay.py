@@ -239,11 +239,11 @@ def loaded_trips(x_ptr, trips_ptr, out_ptr):
 
 
 def _counting_replays(monkeypatch):
-    """The traces whose replay a batch tries, in order (each trace's number of steps)."""
+    """The traces whose replay a batch tries, in order (a list that fills as they are tried)."""
     tried, replay_trace = [], replay.Trace.replay
 
     def counted(trace, builder, args):
-        tried.append(len(trace.steps))
+        tried.append(trace)
         return replay_trace(trace, builder, args)
 
     monkeypatch.setattr(replay.Trace, "replay", counted)
@@ -276,15 +276,17 @@ def test_a_miss_skips_the_traces_whose_guard_there_holds_another_value(monkeypat
         loaded_trips[grid](*tensors)
         newest = _traces_of(loaded_trips)[0]
         assert (newest.code is not None) == (compiled_after == 1)
-        assert len(tried) == 2 and tried[0] > tried[1]  # 7 trips' trace, then 2 trips' (shorter)
-        assert tried[0] == len(newest.steps)
+        sizes = [len(trace.steps) for trace in tried]
+        assert len(sizes) == 2 and sizes[0] > sizes[1]  # 7 trips' trace, then 2 trips' (shorter)
+        assert tried[0] is newest
         assert tensors[2].tolist() == [3.0, 6.0, 9.0, 12.0]
         del tried[:]
         grid, make = launch([2, 3, 2, 3])
         tensors, _ = make()
         loaded_trips[grid](*tensors)
-        seven, two, three = tried[0], tried[2], tried[4]  # the batches of programs that agree follow
-        assert tried[1:] and tried == [seven] + [seven, two, seven, three] * ((len(tried) - 1) // 4), tried
+        sizes = [len(trace.steps) for trace in tried]
+        seven, two, three = sizes[0], sizes[2], sizes[4]  # the batches of programs that agree follow
+        assert sizes[1:] and sizes == [seven] + [seven, two, seven, three] * ((len(sizes) - 1) // 4), sizes
     monkeypatch.undo()
     _same_as_the_loop(loaded_trips, uniform + [launch(2), launch([2, 3, 2, 3]), launch(5)])
 
@@ -430,14 +432,7 @@ def test_a_step_of_constants_alone_is_made_once_for_every_replay():
 def test_a_one_program_launch_is_recorded_at_its_second_launch_and_replayed_after(monkeypatch):
     # a batch of one program is no faster than the loop, but a replay skips the body's front end: a
     # kernel launched once pays no recording, and its launches from the third on replay
-    replayed = []
-    original = replay.Trace.replay
-
-    def counted(self, builder, args):
-        replayed.append(self)
-        return original(self, builder, args)
-
-    monkeypatch.setattr(replay.Trace, "replay", counted)
+    replayed = _counting_replays(monkeypatch)
     name = row_norm.fn.__qualname__
     before = _record(row_norm)
     launches = [_row_norm_launch(1, eps, seed) for seed, eps in enumerate((0.25, 0.25, 0.25, 0.25, 0.5))]
