@@ -9,7 +9,10 @@ The paths (each "off" is what ran before it): the trace run as one generated fun
 (``replay_code``; off: its steps walked), NumPy's warnings turned off once per launch
 (``numpy_quiet``; off: ``np.errstate`` at each operation), a few rows' overlap decided in Python
 lists (``records._few_rows_conflict``; off: the NumPy rule) and a splat's view made directly
-(``program_axis._spread``; off: ``np.broadcast_to``). Launch by launch, all on and all off
+(``program_axis._spread``; off: ``np.broadcast_to``), the compiled loops for small blocks once a
+trace turns hot (``compiled.replayed_often``; off: NumPy's lane-order sums and fma below 32768
+elements) and the executor's constexprs read once per kernel (``plain_launch.remembering_init``;
+off: ``GridExecutor.__init__`` reads them every launch). Launch by launch, all on and all off
 alternate, then each path alone off; medians in milliseconds, and each "off" over "on". Every
 launch's outputs are checked bit for bit against the first.
 """
@@ -18,6 +21,7 @@ import argparse
 import contextlib
 import os
 import statistics
+import sys
 import time
 
 os.environ["TRITON_INTERPRET"] = "1"
@@ -26,7 +30,7 @@ import numpy as np  # noqa: E402
 import torch  # noqa: E402
 
 import kwshim  # noqa: E402
-from kwshim.interpreter import numpy_quiet, program_axis, records, replay  # noqa: E402
+from kwshim.interpreter import compiled, numpy_quiet, program_axis, records, replay  # noqa: E402
 
 
 def _cases():
@@ -67,7 +71,13 @@ def _broadcast(each, shape):
 
 @contextlib.contextmanager
 def _off(*paths):
-    saved = (replay.Trace.replay, numpy_quiet._STATE, records._FEW, program_axis._spread)
+    executor = sys.modules["triton.runtime.interpreter"].GridExecutor
+    saved = (replay.Trace.replay, numpy_quiet._STATE, records._FEW, program_axis._spread, compiled._REPLAYED_OFTEN,
+             compiled._LOADED, executor.__init__)
+    if "loops" in paths:
+        compiled._REPLAYED_OFTEN, compiled._LOADED = False, {}
+    if "init" in paths:
+        executor.__init__ = executor.__init__.__wrapped__
     if "code" in paths:
         walk = replay.Trace._walk
         replay.Trace.replay = lambda self, builder, args: walk(self, builder, args)
@@ -80,10 +90,11 @@ def _off(*paths):
     try:
         yield
     finally:
-        replay.Trace.replay, numpy_quiet._STATE, records._FEW, program_axis._spread = saved
+        (replay.Trace.replay, numpy_quiet._STATE, records._FEW, program_axis._spread, compiled._REPLAYED_OFTEN,
+         compiled._LOADED, executor.__init__) = saved
 
 
-_PATHS = ("code", "quiet", "rows", "splat")
+_PATHS = ("code", "quiet", "rows", "splat", "loops", "init")
 
 
 def main():

@@ -18,6 +18,8 @@ np = pytest.importorskip("numpy")
 from kwshim.interpreter import compiled  # noqa: E402
 from kwshim.interpreter.fma import numpy_fma  # noqa: E402
 
+from .test_programs import batching  # noqa: E402
+
 numba_installed = pytest.mark.skipif(compiled.engine() != "numba", reason="numba is not installed (kwshim[fast])")
 
 
@@ -293,6 +295,38 @@ def test_the_compiled_lane_sum_adds_as_the_numpy_lane_order(contracted, monkeypa
     monkeypatch.undo()
     compiled.lane_sum_for(2 ** 15)  # a large block loads it: then a 2-row block takes it
     assert compiled.lane_sum_for(2 * 1024) is compiled.lane_sum_kernel()
+
+
+@triton.jit
+def row_dots(x_ptr, y_ptr, w_ptr, sums_ptr, out_ptr, N: tl.constexpr):
+    offsets = tl.program_id(0) * N + tl.arange(0, N)
+    x, y, w = tl.load(x_ptr + offsets), tl.load(y_ptr + offsets), tl.load(w_ptr + offsets)
+    tl.store(sums_ptr + tl.program_id(0), tl.sum(x * y, axis=0))
+    tl.store(out_ptr + offsets, x * y + w)
+
+
+@numba_installed
+@batching
+def test_a_trace_replayed_often_takes_the_compiled_loops_for_small_blocks_with_the_same_bits(monkeypatch):
+    """A process that launches a kernel again and again pays numba's start once: from a trace's
+    turning into code on, a 2-row sum of products and fma take the compiled loops, with the bits the
+    NumPy code gave the first launches."""
+    from kwshim.interpreter import replay
+
+    monkeypatch.setattr(compiled, "_REPLAYED_OFTEN", False)
+    monkeypatch.setattr(compiled, "_LOADED", {})
+    assert compiled.lane_sum_for(2 * 1024) is None and compiled.ufunc_for("fma", 2 * 1024) is None
+    torch.manual_seed(0)
+    x, y, w = (torch.randn(2, 1024) * torch.tensor([1.0, 1e4]).repeat_interleave(512) for _ in range(3))
+    results = []
+    with kwshim.activate(grid="batched"):
+        for _ in range(replay._COMPILED_AFTER + 3):  # recorded, walked, then code (hot)
+            sums, out = torch.empty(2), torch.empty(2, 1024)
+            row_dots[(2,)](x, y, w, sums, out, N=1024)
+            results.append(torch.cat([sums, out.reshape(-1)]).view(torch.int32))
+    assert compiled.lane_sum_for(2 * 1024) is compiled.lane_sum_kernel()
+    assert compiled.ufunc_for("fma", 2 * 1024) is compiled.fma_ufunc()
+    assert all(torch.equal(result, results[0]) for result in results[1:])
 
 
 @numba_installed

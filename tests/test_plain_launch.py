@@ -192,3 +192,52 @@ def test_an_argument_the_interpreter_cannot_convert_raises_as_on_its_own_path_an
         raised.append((type(caught.value), str(caught.value)))
         assert getattr(language_patch._PENDING, "fn", None) is None  # the launch's deferred patch undone
     assert raised[0] == raised[1]
+
+
+@triton.jit
+def shifted_copy(x_ptr, out_ptr, SHIFT: tl.constexpr, n, BLOCK: tl.constexpr = 8):
+    offsets = tl.arange(0, BLOCK)
+    tl.store(out_ptr + offsets, tl.load(x_ptr + offsets) + SHIFT + n)
+
+
+@batching
+def test_an_executor_reads_each_kernel_s_constexprs_once_and_the_switch_puts_its_init_back():
+    executor_class = _interpreter().GridExecutor
+    original = executor_class.__init__
+    launches = [(scaled_copy, (1,)), (shifted_copy, (2,)), (scaled_copy, (3,)), (shifted_copy, (4, 1))]
+    with kwshim.activate():
+        assert executor_class.__init__ is not original
+        made = [executor_class(kernel.fn, kernel.arg_names, grid) for kernel, grid in launches]
+        x, out = torch.arange(8.0), torch.zeros(8)
+        for shift in (1, 2):  # each kernel's constexprs, launch after launch: a runtime SHIFT would not run
+            shifted_copy[(1,)](x, out, shift, 10)
+            assert out.tolist() == (x + shift + 10).tolist()
+    assert executor_class.__init__ is original
+    for executor, (kernel, grid) in zip(made, launches):
+        reference = object.__new__(executor_class)
+        original(reference, kernel.fn, kernel.arg_names, grid)
+        assert vars(executor) == vars(reference)
+        assert executor.grid is grid and executor.constexprs is not reference.constexprs  # its own list
+
+
+def test_a_load_s_operands_broadcast_as_numpy_broadcasts_them():
+    from kwshim.interpreter import memory
+
+    shapes = [(), (1,), (2,), (0,), (1, 0), (2, 1), (1, 3), (2, 3), (0, 3), (3,), (2, 1, 1), (1, 2, 3)]
+    rng = np.random.default_rng(0)
+    for first in shapes:
+        for second in shapes:
+            for third in shapes:
+                try:
+                    expected = np.broadcast_shapes(first, second, third)
+                except ValueError:
+                    with pytest.raises(ValueError, match="cannot be broadcast"):
+                        memory.broadcast_shape([first, second, third])
+                    continue
+                assert memory.broadcast_shape([first, second, third]) == expected
+                arrays = [np.asarray(rng.random(first)), np.asarray(rng.random(second) > 0.5),
+                          np.asarray(rng.integers(0, 9, third))]
+                for made, numpy_made in zip(memory.operands(*arrays), np.broadcast_arrays(*arrays)):
+                    numpy_made = np.ascontiguousarray(numpy_made)
+                    assert made.flags.c_contiguous and made.dtype == numpy_made.dtype
+                    assert made.shape == numpy_made.shape and np.array_equal(made, numpy_made)

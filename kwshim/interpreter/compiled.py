@@ -31,12 +31,14 @@ import functools
 
 import numpy as np
 
-__all__ = ["COMPILED_FROM", "LOG2_E", "SMALLEST_NORMAL", "engine", "ufunc_for", "fma_ufunc", "lane_sum_for",
+__all__ = ["COMPILED_FROM", "LOG2_E", "SMALLEST_NORMAL", "engine", "ufunc_for", "fma_ufunc", "replayed_often",
+           "lane_sum_for",
            "lane_sum_kernel", "lane_sum_for_layout", "lane_scan_for", "lane_scan_kernel", "lane_scan_for_layout",
            "bf16_rounding_for"]
 
 #: The fewest elements worth a compiled loop: below, NumPy's code runs (the same bits), so that a
-#: process of small launches never pays numba's start (about a second: its import, its compiler).
+#: process of a few small launches never pays numba's start (about a second: its import, its
+#: compiler); lane-order sums load it once a trace turns hot (``replayed_often``).
 COMPILED_FROM = 2 ** 15
 
 #: The ``ex2.approx`` model's constants (``gpu_arithmetic``): log2(e) as compiled Triton's
@@ -56,9 +58,10 @@ def engine() -> str:
 
 
 def ufunc_for(name, size):
-    """The compiled ufunc ``name`` (``"fma"``) for a block of ``size`` elements,
-    or None (below ``COMPILED_FROM``, or without numba): then the NumPy code runs."""
-    return globals()[f"{name}_ufunc"]() if size >= COMPILED_FROM else None
+    """The compiled ufunc ``name`` (``"fma"``) for a block of ``size`` elements, or None (below
+    ``COMPILED_FROM`` until a trace turns hot, ``replayed_often``; or without numba): then the
+    NumPy code runs (a 2-row fma: 13 µs, against 3 compiled)."""
+    return globals()[f"{name}_ufunc"]() if size >= COMPILED_FROM or _REPLAYED_OFTEN else None
 
 
 @functools.lru_cache(maxsize=None)
@@ -77,6 +80,16 @@ def fma_ufunc():
 
 #: The lane-order loops this process has compiled or loaded: smaller blocks use them from then on.
 _LOADED: dict = {}
+_REPLAYED_OFTEN = False  #: whether a trace turned hot (``replayed_often``): small blocks load the loops too
+
+
+def replayed_often():
+    """A trace was replayed often enough to become code (``replay.Trace``): the process launches a
+    kernel again and again, so numba's start (about a second, once) pays for itself. From now on a
+    small block's lane-order sum or cumsum loads the compiled loop (a 2-row sum of products: about
+    10 µs, against up to 0.5 ms in NumPy)."""
+    global _REPLAYED_OFTEN
+    _REPLAYED_OFTEN = True
 
 
 def lane_sum_for(size):
@@ -90,8 +103,9 @@ def lane_sum_for(size):
 
 def _loaded(name, size, make):
     """``make()`` for a block of ``size`` elements: from ``COMPILED_FROM`` on, and for any size once
-    a larger block has loaded it; None below, or without numba."""
-    if size < COMPILED_FROM and not _LOADED.get(name):
+    a larger block has loaded it or a trace turned hot (``replayed_often``); None below, or without
+    numba."""
+    if size < COMPILED_FROM and not _LOADED.get(name) and not _REPLAYED_OFTEN:
         return None
     kernel = _LOADED[name] = make()
     return kernel

@@ -45,7 +45,8 @@ def fma_chain(xs, ys, start):
     is exact, and every step's sum is checked at the end for a midpoint of the type as
     ``numpy_fma`` checks it: a chain with a doubtful step is computed again step by step."""
     dtype = start.dtype
-    if dtype.name not in ("float32", "float16") or compiled.ufunc_for("fma", start.size) is not None:
+    if dtype.name not in ("float32", "float16") or \
+            start.size >= compiled.COMPILED_FROM and compiled.ufunc_for("fma", start.size) is not None:
         accumulated = start
         for x, y in zip(xs, ys):
             accumulated = fma(x, y, accumulated).astype(dtype, copy=False)

@@ -6,6 +6,7 @@ int1, and float sums, maxima and minima with their indices, and cumsums combined
 order (``lane_order``, measured on the H200).
 """
 
+import math
 import sys
 
 import numpy as np
@@ -61,7 +62,7 @@ def reduction_class(cls):
         shape, axis = deferred_arithmetic.shape(input.handle), self.axis
         batched = int(getattr(self, "kwshim_program_axis", False))  # batched: programs first
         whole = axis is None  # a whole block: one row, in row-major order (Triton reshapes it)
-        block = (int(np.prod(shape[batched:])),) if whole else shape[batched:]
+        block = (math.prod(shape[batched:]),) if whole else shape[batched:]
         if input.dtype.scalar.name not in _LANE_ORDERED or not 1 <= len(block) <= 2:
             return None
         warps = 4 if special_registers.launch_warps is None else special_registers.launch_warps
@@ -73,9 +74,12 @@ def reduction_class(cls):
             chained = cores[1] if dot_chains.launch_chained else None  # the dot's K
             order, layout = lane_order.tensor_core_order(tuple(block), warps, axis - batched, chained)
 
+        last = whole or axis in (-1, len(shape) - 1)  # already the last axis: no ``np.moveaxis`` (~5 µs)
+
         def arrange(array):
-            array = np.broadcast_to(array, shape)
-            array = array.reshape(shape[:batched] + (-1,)) if whole else np.moveaxis(array, axis, -1)
+            if array.shape != shape:
+                array = np.broadcast_to(array, shape)
+            array = array.reshape(shape[:batched] + (-1,)) if whole else array if last else np.moveaxis(array, axis, -1)
             return array if order is None else array[..., order]
 
         def finish(result, scan=False):

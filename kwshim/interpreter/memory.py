@@ -13,7 +13,7 @@ import ctypes
 
 import numpy as np
 
-__all__ = ["gather", "scatter", "read_rows", "write_rows"]
+__all__ = ["gather", "scatter", "read_rows", "write_rows", "operands", "broadcast_shape"]
 
 
 def _view(addresses, dtype, rising=None):
@@ -76,11 +76,11 @@ def _rows(starts, length, itemsize, pitch, writing):
     spacing = row_bytes
     if starts.size > 1:
         spacing = int(starts[1] - starts[0])
-        if spacing < (row_bytes if writing else 0) or (starts[2:] - starts[1:-1] != spacing).any():
+        if spacing < (row_bytes if writing else 0) or starts.size > 2 and (starts[2:] - starts[1:-1] != spacing).any():
             return None
     span = (ctypes.c_char * ((starts.size - 1) * spacing + row_bytes)).from_address(int(starts[0]))
-    return np.lib.stride_tricks.as_strided(np.frombuffer(span, np.uint8), (starts.size, length, itemsize),
-                                           (spacing, pitch, 1))
+    # the view made directly: ``as_strided`` costs five times more, a small launch's many loads
+    return np.ndarray((starts.size, length, itemsize), np.uint8, span, 0, (spacing, pitch, 1))
 
 
 def read_rows(starts, length, dtype, pitch=None):
@@ -107,3 +107,33 @@ def write_rows(starts, values, pitch=None):
         return False
     view[...] = values.view(np.uint8).reshape(view.shape)
     return True
+
+
+def operands(*arrays):
+    """A load's or store's operands (pointers, mask, values) broadcast to one shape, contiguous, as
+    the native loop takes them: ``np.broadcast_arrays`` costs ~10 µs, a small launch's scalar load
+    or store most of its time."""
+    shape = arrays[0].shape
+    if all(a.shape == shape for a in arrays):
+        return [np.ascontiguousarray(a) for a in arrays]
+    shape = broadcast_shape([a.shape for a in arrays])
+    common = []
+    for a in arrays:
+        if a.shape != shape:
+            a, copied = np.empty(shape, a.dtype), a
+            a[...] = copied
+        common.append(np.ascontiguousarray(a))
+    return common
+
+
+def broadcast_shape(shapes):
+    """The shape ``shapes`` broadcast to (ValueError where they do not), as ``np.broadcast_shapes``."""
+    ndim = max(len(shape) for shape in shapes)
+    padded = [(1,) * (ndim - len(shape)) + tuple(shape) for shape in shapes]
+    common = []
+    for sizes in zip(*padded):
+        other = {size for size in sizes if size != 1}
+        if len(other) > 1:
+            raise ValueError(f"shape mismatch: objects cannot be broadcast to a single shape: {shapes}")
+        common.append(other.pop() if other else 1)
+    return tuple(common)

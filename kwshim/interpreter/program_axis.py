@@ -75,16 +75,14 @@ class Diverged(Fallback):
         return np.diff(np.concatenate(([0], edges, [values.size]))).tolist()
 
 
-def _common(*arrays):
-    """The arrays broadcast to one shape, contiguous (what the native loads and stores take)."""
-    shape = arrays[0].shape
-    if all(a.shape == shape for a in arrays):  # nothing to broadcast: ``np.broadcast_arrays`` costs ~10 µs
-        return [np.ascontiguousarray(a) for a in arrays]
-    return [np.ascontiguousarray(a) for a in np.broadcast_arrays(*arrays)]
-
-
 def _interpreter():
     return sys.modules[_INTERPRETER]
+
+
+def _broadcasts_into(shape, target):
+    """Whether an array of ``shape`` broadcasts to ``target`` unchanged (``np.broadcast_shapes``
+    costs 5 µs)."""
+    return len(shape) <= len(target) and all(size in (1, into) for size, into in zip(shape[::-1], target[::-1]))
 
 
 def _handle(data, like):
@@ -167,7 +165,7 @@ class ProgramAxisOperations:
             moved = rows.shifted(ptr, offset.data)
             if moved is not None:
                 return moved
-        found = rows.row_starts(ptr.data, offset.data, width)
+        found = rows.row_starts(ptr.data, offset.data, width, memo=offset)
         if found is not None:  # each row from its own start: kept as the starts
             starts, pitch = found
             return rows.pointers_class(_interpreter().TensorHandle)(starts, offset.data.shape[-1], width, ptr.dtype,
@@ -175,7 +173,7 @@ class ProgramAxisOperations:
         steps = np.multiply(offset.data, width, dtype=np.int64)
         bases = ptr.data.view(np.int64)
         TensorHandle = _interpreter().TensorHandle
-        if steps.shape == np.broadcast_shapes(steps.shape, bases.shape):
+        if _broadcasts_into(bases.shape, steps.shape):
             return TensorHandle(np.add(bases, steps, out=steps).view(np.uint64), ptr.dtype)
         return TensorHandle((bases + steps).view(np.uint64), ptr.dtype)
 
@@ -207,33 +205,43 @@ class ProgramAxisOperations:
         return _handle(np.stack([lhs_data, rhs_data], axis=-1), lhs)
 
     def create_load(self, ptr, *args):  # every release's: a masked load of every element, no other
-        return self.create_masked_load(ptr, _everywhere(ptr), None, *args)
+        if isinstance(ptr, rows.pointers_class(_interpreter().TensorHandle)):
+            return self.create_masked_load(ptr, _everywhere(ptr), None, *args)
+        ptr_data = np.ascontiguousarray(ptr.data)  # no mask to make, broadcast and test (a scalar's load)
+        return self._loaded(ptr, ptr_data, np.ones(ptr_data.shape, bool), True, None, None, *args)
 
     def create_store(self, ptr, value, *args):
-        return self.create_masked_store(ptr, value, _everywhere(ptr), *args)
+        if isinstance(ptr, rows.pointers_class(_interpreter().TensorHandle)):
+            return self.create_masked_store(ptr, value, _everywhere(ptr), *args)
+        ptr_data, value_data = memory.operands(ptr.data, value.data)  # every element (a scalar's store)
+        return self._stored(ptr_data.reshape(-1), value_data.reshape(-1), np.ones(ptr_data.shape, bool))
 
     def create_masked_load(self, ptrs, mask, other, *args, **kwargs):
         mask = predicate(mask)  # bool data: an int32 one would index, not mask, below
-        interpreter = _interpreter()
-        TensorHandle = interpreter.TensorHandle
         loaded = rows.load(self.kwshim_batch.log, ptrs, mask, other, _GATHER_FROM)
         if loaded is not None:
             return loaded
         if other is None:
-            ptr_data, mask_data = _common(ptrs.data, mask.data)
+            ptr_data, mask_data = memory.operands(ptrs.data, mask.data)
+            other_data = None
         else:
-            ptr_data, mask_data, other_data = _common(ptrs.data, mask.data, other.data)
-        every = mask_data.all()
+            ptr_data, mask_data, other_data = memory.operands(ptrs.data, mask.data, other.data)
+        return self._loaded(ptrs, ptr_data, mask_data, mask_data.all(), other, other_data, *args, **kwargs)
+
+    def _loaded(self, ptrs, ptr_data, mask_data, every, other, other_data, *args, **kwargs):
+        """A load of ``ptrs`` under ``mask_data`` (``every``: all true), recorded, gathered (the
+        native loop for a few elements); the operands broadcast to one shape."""
+        TensorHandle = _interpreter().TensorHandle
         addresses = ptr_data.reshape(-1) if every else ptr_data[mask_data]
         element = ptrs.get_element_ty()
-        numpy_type = np.dtype(interpreter._get_np_dtype(element))
+        numpy_type = np.dtype(_interpreter()._get_np_dtype(element))
         record = self.kwshim_batch.log.load(addresses, mask_data, _bytes_of(element))
         loaded = memory.gather(addresses, numpy_type, record.increasing()) \
             if addresses.size >= _GATHER_FROM and numpy_type.kind != "b" else None
         if loaded is None:  # the native loop
             other = None if other is None else TensorHandle(other_data, other.dtype.scalar)
-            return super().create_masked_load(TensorHandle(ptr_data, ptrs.dtype.scalar),
-                                              TensorHandle(mask_data, mask.dtype.scalar), other, *args, **kwargs)
+            mask = TensorHandle(mask_data, _interpreter().tl.int1)
+            return super().create_masked_load(TensorHandle(ptr_data, ptrs.dtype.scalar), mask, other, *args, **kwargs)
         if every:
             return TensorHandle(loaded.reshape(ptr_data.shape), element)
         data = np.zeros(ptr_data.shape, numpy_type) if other is None else other_data.astype(numpy_type)
@@ -249,11 +257,12 @@ class ProgramAxisOperations:
                 self.kwshim_batch.log.store_rows(starts, kept.view(f"uint{kept.dtype.itemsize * 8}"), owners,
                                                  ptrs.pitch)
             return
-        ptr_data, value_data, mask_data = _common(ptrs.data, value.data, mask.data)
+        ptr_data, value_data, mask_data = memory.operands(ptrs.data, value.data, mask.data)
         if mask_data.all():
-            addresses, values = ptr_data.reshape(-1), value_data.reshape(-1)
-        else:
-            addresses, values = ptr_data[mask_data], value_data[mask_data]
+            return self._stored(ptr_data.reshape(-1), value_data.reshape(-1), mask_data)
+        return self._stored(ptr_data[mask_data], value_data[mask_data], mask_data)
+
+    def _stored(self, addresses, values, mask_data):
         values = np.ascontiguousarray(values)  # its bits, as the native store takes them
         self.kwshim_batch.log.store(addresses, values.view(f"uint{values.dtype.itemsize * 8}"), mask_data)
 
@@ -261,7 +270,7 @@ class ProgramAxisOperations:
         mask = predicate(mask)
         interpreter = _interpreter()
         TensorHandle = interpreter.TensorHandle
-        ptr_data, val_data, mask_data = _common(ptr.data, val.data, mask.data)
+        ptr_data, val_data, mask_data = memory.operands(ptr.data, val.data, mask.data)
         programs = self.kwshim_batch.log.programs
         if ptr_data.shape[0] != programs:  # no operand varies by program (``tl.atomic_add(count, 1)``):
             ptr_data, val_data, mask_data = (np.ascontiguousarray(np.broadcast_to(a, (programs,) + a.shape[1:]))

@@ -120,6 +120,7 @@ def install(patch) -> None:
     if executor is None or not batching_works():
         return
     patch.setattr(executor, "__call__", _grid_call(vars(executor)["__call__"]))
+    patch.setattr(executor, "__init__", plain_launch.remembering_init(vars(executor)["__init__"]))
     if callable(vars(interpreter).get("_patch_lang")):
         patch.setattr(interpreter, "_patch_lang", language_patch.deferring_patch_lang(vars(interpreter)["_patch_lang"]))
     patch.on_undo(replay.clear)

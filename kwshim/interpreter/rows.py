@@ -36,7 +36,7 @@ def addresses(starts, length, width, pitch=None):
     return (starts[:, None] + np.arange(length, dtype=np.int64) * (pitch or width)).reshape(-1).view(np.uint64)
 
 
-def row_starts(pointers, offsets, width):
+def row_starts(pointers, offsets, width, memo=None):
     """``(starts, pitch)``: each row's byte address, int64 of the pointers' shape less its last axis
     (programs or 1, then the block's leading axes), and the bytes from one of its elements to the
     next, where ``pointers + offsets`` is a pointer per row, splat along the block's last axis, plus
@@ -55,11 +55,27 @@ def row_starts(pointers, offsets, width):
         if step < 1 or (steps != step).any():
             return None
         return pointers[..., 0].view(np.int64) + offsets[..., 0].astype(np.int64) * width, step * width
-    run = offsets[(0,) * (offsets.ndim - 1)]  # one run, broadcast over the leading axes
-    step = int(run[1]) - int(run[0])
-    if step < 1 or int(run[-1]) - int(run[0]) != (run.size - 1) * step or (run[1:] - run[:-1] != step).any():
+    found = _run(offsets, memo)
+    if found is None:
         return None
-    return pointers[..., 0].view(np.int64) + int(run[0]) * width, step * width
+    first, step = found
+    return pointers[..., 0].view(np.int64) + first * width, step * width
+
+
+def _run(offsets, memo=None):
+    """``(first, step)`` where the first run of ``offsets`` (along its last axis, the one the leading
+    axes broadcast) rises by one ``step`` (at least 1) each element, else None; remembered on
+    ``memo``, the handle whose data ``offsets`` is (a trace replays ``tl.arange``'s own each launch)."""
+    known = getattr(memo, "kwshim_run", None)
+    if known is not None and known[0] is offsets:
+        return known[1]
+    run = offsets[(0,) * (offsets.ndim - 1)]
+    step = int(run[1]) - int(run[0])
+    found = None if step < 1 or int(run[-1]) - int(run[0]) != (run.size - 1) * step or \
+        (run[1:] - run[:-1] != step).any() else (int(run[0]), step)
+    if memo is not None and hasattr(memo, "__dict__"):
+        memo.kwshim_run = (offsets, found)
+    return found
 
 
 def shifted(ptrs, offsets):
@@ -122,7 +138,9 @@ def prefix(ptrs, mask):
     if kept.shape[-1] not in (1, ptrs.length):
         return None
     if all(size == 1 for size in kept.shape[:-1]):  # one mask for every row
-        row = np.broadcast_to(kept.reshape(-1), (ptrs.length,))
+        row = kept.reshape(-1)
+        if row.size == 1:  # one value for every element
+            return (ptrs.length, None) if row[0] else None
         length = int(np.count_nonzero(row))
         return (length, None) if length and row[:length].all() else None
     kept = np.broadcast_to(kept, kept.shape[:-1] + (ptrs.length,))

@@ -149,7 +149,10 @@ class ScalarTyping:
             if position >= count:
                 break
             value = args[position]
-            if type(value) in passing:  # a tensor, None, ...: the common case, one set lookup
+            kind = type(value)
+            if kind in passing:  # a tensor, None, ...: the common case, one set lookup
+                continue
+            if kind is int and dtype is None and 1 < value < 2 ** 31:  # an int as it is (``typed``'s answer)
                 continue
             new = self.typed(value, dtype, specialise_one)
             if new is _KEPT:
