@@ -2,6 +2,7 @@
 start, loaded and stored as one strided copy, and decided by the bytes each row spans; the batch
 keeps the loop's bits, and what the loop would order differently falls back."""
 
+import ctypes
 import sys
 
 import numpy as np
@@ -469,6 +470,90 @@ def test_a_few_rows_are_decided_in_python_lists_as_numpy_decides_them():
     assert set(answers) == {(True, None), (False, None), (True, records.TWO_SIZES),
                             (True, records.READ_AFTER_WRITE)}, answers
     assert min(answers.values()) >= 50, answers
+
+
+def _element_log(generator, programs, base, operations):
+    """A store log of ``operations`` loads and stores of one to three elements per program (or one
+    address for every program), 2 or 4 bytes each, over the 64 bytes at ``base``."""
+    from kwshim.interpreter.store_log import StoreLog
+
+    log = StoreLog(programs)
+    for kind, width, length, offsets, values in operations:
+        rows = 1 if kind == 2 else programs
+        addresses = (base + offsets[:rows * length] * width).astype(np.uint64)
+        mask = np.ones((rows, length), bool)
+        if kind == 0:
+            log.load(addresses, mask, width)
+        else:
+            log.store(addresses, values[:addresses.size].astype(f"uint{width * 8}"), mask)
+    return log
+
+
+def _native_writes(addresses, values):
+    """The native store loop: element by element, in array order."""
+    for address, value in zip(addresses.tolist(), values):
+        ctypes.memmove(address, value.tobytes(), value.itemsize)
+
+
+def _looped(programs, operations, memory_bytes):
+    """The loop's run of ``operations`` (``_element_log``'s) on ``memory_bytes``: program after program,
+    step after step. Whether a load read a byte the launch wrote before it (then a batch, whose loads
+    all read the memory before the launch, must not commit), and the bytes left."""
+    written, read_back = set(), False
+    for program in range(programs):
+        for kind, width, length, offsets, values in operations:
+            rows = 1 if kind == 2 else programs
+            row = 0 if kind == 2 else program
+            elements = offsets[:rows * length].reshape(rows, length)[row]
+            for number, element in enumerate(elements.tolist()):
+                spanned = set(range(element * width, element * width + width))
+                if kind == 0:
+                    read_back = read_back or bool(spanned & written)
+                    continue
+                written |= spanned
+                value = values[:rows * length].reshape(rows, length)[row][number]
+                memory_bytes[element * width:element * width + width] = np.array([value], f"uint{width * 8}").view(
+                    np.uint8)
+    return read_back, memory_bytes.tolist()
+
+
+def test_a_few_elements_are_decided_as_rows_with_the_loop_s_bits(monkeypatch):
+    """A small launch's scalar loads and stores (a few elements in all, none of them rows) are decided
+    by the rows' rule in Python lists, where the marks decided them: on thousands of random logs, a
+    batch the rule commits leaves the loop's bytes and read nothing the launch wrote before, and the
+    rule decides at least what the marks decided (a load before its own program's store of another
+    width, the marks refused)."""
+    from collections import Counter
+
+    from kwshim.interpreter import store_log
+
+    generator, answers = np.random.default_rng(1), Counter()
+    every_rows_apply = store_log.rows_apply
+    for case in range(4000):
+        programs = int(generator.integers(1, 5))
+        operations = []
+        for _ in range(generator.integers(1, 5)):
+            width = int(generator.choice([2, 4]))
+            operations.append((int(generator.integers(0, 3)), width, int(generator.integers(1, 4)),
+                               generator.integers(0, 64 // width, 12), generator.integers(0, 2 ** 16, 12)))
+        probe = _element_log(generator, programs, 0, operations)
+        if not records.rows_apply(probe.loads + probe.stores):
+            continue  # more than a few elements: the marks decide
+        reasons = []
+        for marks in (False, True):
+            monkeypatch.setattr(store_log, "rows_apply", (lambda records: False) if marks else every_rows_apply)
+            memory_bytes = np.zeros(64, np.uint8)
+            log = _element_log(generator, programs, memory_bytes.ctypes.data, operations)
+            reasons.append(log.conflict())
+            if reasons[-1] is None:
+                log.commit(_native_writes)
+                read_back, looped = _looped(programs, operations, np.zeros(64, np.uint8))
+                assert not read_back and memory_bytes.tolist() == looped, (case, marks)
+        assert reasons[1] is not None or reasons[0] is None, case
+        answers[(records.rows_conflict(log.loads, log.stores)[0], reasons[0], reasons[1])] += 1
+    assert {(True, None, None), (True, records.READ_AFTER_WRITE, records.READ_AFTER_WRITE),
+            (True, records.TWO_SIZES, records.TWO_SIZES), (True, None, records.READ_AFTER_WRITE)} <= set(answers), \
+        answers
 
 
 def test_a_load_row_meeting_more_store_rows_than_the_rule_follows_is_left_to_the_general_path():

@@ -187,9 +187,12 @@ FEWEST_ROWS_MIX = 4096
 
 
 def rows_apply(records):
-    """Whether ``rows_conflict`` takes these records: some rows, and the rest small."""
-    return any(isinstance(r, Rows) for r in records) and \
-        all(isinstance(r, Rows) or r.moved() <= FEWEST_ROWS_MIX for r in records)
+    """Whether ``rows_conflict`` takes these records: some rows, and the rest small; or a few elements
+    in all (a small launch's scalar loads and stores, each element a row: decided in Python lists,
+    where marking them costs NumPy's per-call overhead a dozen times over)."""
+    if all(not isinstance(r, Rows) for r in records):
+        return sum(r.moved() for r in records) <= _FEW
+    return all(isinstance(r, Rows) or r.moved() <= FEWEST_ROWS_MIX for r in records)
 
 
 def rows_conflict(loads, stores):
