@@ -15,7 +15,9 @@ program per SM, 132, each looping over its block of rows.
 ``make speed`` runs it and rewrites the docs site's speed page (``--page``) with the table, the
 date and the machine. Batched and batched without the extra run alternately, run by run, under one
 switch (which keeps its traces while it is on), then torch and the floor, alternately; each keeps
-only its last result alive, as a training loop does.
+only its last result alive, as a training loop does. Small blocks (the 2-row launches) take
+``kwshim[fast]``'s compiled loops from the start, as a process that has run them long enough does
+(``compiled.load_for_small_blocks``; the "no fast" column runs NumPy's code).
 """
 
 import argparse
@@ -191,6 +193,7 @@ def main():
     from kwshim.interpreter import compiled
 
     fast = compiled.engine() == "numba"
+    compiled.load_for_small_blocks()  # small blocks too: as a process that has run them long enough
     table = ["| Liger kernel | pass | rows (= programs) | sequential | batched | speed-up | without kwshim[fast] "
              "| torch (CPU) | NumPy floor | batched / floor | batched - floor | same bits |",
              "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]

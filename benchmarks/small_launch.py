@@ -9,10 +9,11 @@ The paths (each "off" is what ran before it): the trace run as one generated fun
 (``replay_code``; off: its steps walked), NumPy's warnings turned off once per launch
 (``numpy_quiet``; off: ``np.errstate`` at each operation), a few rows' overlap decided in Python
 lists (``records._few_rows_conflict``; off: the NumPy rule) and a splat's view made directly
-(``program_axis._spread``; off: ``np.broadcast_to``), the compiled loops for small blocks once a
-trace turns hot (``compiled.replayed_often``; off: NumPy's lane-order sums and fma below 32768
-elements) and the executor's constexprs read once per kernel (``plain_launch.remembering_init``;
-off: ``GridExecutor.__init__`` reads them every launch). Launch by launch, all on and all off
+(``program_axis._spread``; off: ``np.broadcast_to``), the compiled loops for small blocks (loaded
+at the start, as a process that has spent about numba's start on them in NumPy loads them:
+``compiled.spent_in_numpy``; off: NumPy's lane-order sums and fma below 32768 elements) and the
+executor's constexprs read once per kernel (``plain_launch.remembering_init``; off:
+``GridExecutor.__init__`` reads them every launch). Launch by launch, all on and all off
 alternate, then each path alone off; medians in milliseconds, and each "off" over "on". Every
 launch's outputs are checked bit for bit against the first.
 """
@@ -72,10 +73,10 @@ def _broadcast(each, shape):
 @contextlib.contextmanager
 def _off(*paths):
     executor = sys.modules["triton.runtime.interpreter"].GridExecutor
-    saved = (replay.Trace.replay, numpy_quiet._STATE, records._FEW, program_axis._spread, compiled._REPLAYED_OFTEN,
-             compiled._LOADED, executor.__init__)
+    saved = (replay.Trace.replay, numpy_quiet._STATE, records._FEW, program_axis._spread, compiled._SMALL_BLOCKS,
+             compiled._LOADED, compiled._WORTH_LOADING, executor.__init__)
     if "loops" in paths:
-        compiled._REPLAYED_OFTEN, compiled._LOADED = False, {}
+        compiled._SMALL_BLOCKS, compiled._LOADED, compiled._WORTH_LOADING = False, {}, float("inf")
     if "init" in paths:
         executor.__init__ = executor.__init__.__wrapped__
     if "code" in paths:
@@ -90,8 +91,8 @@ def _off(*paths):
     try:
         yield
     finally:
-        (replay.Trace.replay, numpy_quiet._STATE, records._FEW, program_axis._spread, compiled._REPLAYED_OFTEN,
-         compiled._LOADED, executor.__init__) = saved
+        (replay.Trace.replay, numpy_quiet._STATE, records._FEW, program_axis._spread, compiled._SMALL_BLOCKS,
+         compiled._LOADED, compiled._WORTH_LOADING, executor.__init__) = saved
 
 
 _PATHS = ("code", "quiet", "rows", "splat", "loops", "init")
@@ -104,6 +105,7 @@ def main():
     settings = [("all on", ()), ("all off", _PATHS)] + [(f"{path} off", (path,)) for path in _PATHS]
     print(f"medians of {arguments.repeats} launches, ms (2 rows, Triton {__import__('triton').__version__})")
     print(f"{'kernel':<20}" + "".join(f"{name:>11}" for name, _ in settings) + f"{'off/on':>9}")
+    compiled.load_for_small_blocks()  # as a process that has launched them long enough (numba: kwshim[fast])
     with kwshim.activate(grid="batched"):
         for name, function in _cases().items():
             first = function().detach().clone()

@@ -28,17 +28,19 @@ compares the two on millions of random and tie-heavy operands.
 """
 
 import functools
+import time
 
 import numpy as np
 
-__all__ = ["COMPILED_FROM", "LOG2_E", "SMALLEST_NORMAL", "engine", "ufunc_for", "fma_ufunc", "replayed_often",
+__all__ = ["COMPILED_FROM", "LOG2_E", "SMALLEST_NORMAL", "engine", "ufunc_for", "fma_ufunc", "clock", "spent_in_numpy",
+           "load_for_small_blocks",
            "lane_sum_for",
            "lane_sum_kernel", "lane_sum_for_layout", "lane_scan_for", "lane_scan_kernel", "lane_scan_for_layout",
            "bf16_rounding_for"]
 
 #: The fewest elements worth a compiled loop: below, NumPy's code runs (the same bits), so that a
 #: process of a few small launches never pays numba's start (about a second: its import, its
-#: compiler); lane-order sums load it once a trace turns hot (``replayed_often``).
+#: compiler); small blocks take the loops once NumPy has cost about as much (``spent_in_numpy``).
 COMPILED_FROM = 2 ** 15
 
 #: The ``ex2.approx`` model's constants (``gpu_arithmetic``): log2(e) as compiled Triton's
@@ -59,9 +61,9 @@ def engine() -> str:
 
 def ufunc_for(name, size):
     """The compiled ufunc ``name`` (``"fma"``) for a block of ``size`` elements, or None (below
-    ``COMPILED_FROM`` until a trace turns hot, ``replayed_often``; or without numba): then the
-    NumPy code runs (a 2-row fma: 13 µs, against 3 compiled)."""
-    return globals()[f"{name}_ufunc"]() if size >= COMPILED_FROM or _REPLAYED_OFTEN else None
+    ``COMPILED_FROM`` until small blocks take the loops, ``spent_in_numpy``; or without numba):
+    then the NumPy code runs (a 2-row fma: 13 µs, against 3 compiled)."""
+    return globals()[f"{name}_ufunc"]() if size >= COMPILED_FROM or _SMALL_BLOCKS else None
 
 
 @functools.lru_cache(maxsize=None)
@@ -80,16 +82,48 @@ def fma_ufunc():
 
 #: The lane-order loops this process has compiled or loaded: smaller blocks use them from then on.
 _LOADED: dict = {}
-_REPLAYED_OFTEN = False  #: whether a trace turned hot (``replayed_often``): small blocks load the loops too
+#: Seconds this process spent in NumPy on small blocks' fp32 lane-order sums and cumsums and fp32 and
+#: fp64 fmas, where numba is installed (``spent_in_numpy``); from ``_WORTH_LOADING`` on (about
+#: numba's start: its import, the loops from its disk cache), small blocks take the compiled loops.
+_NUMPY_SECONDS = 0.0
+_WORTH_LOADING = 0.5
+_SMALL_BLOCKS = False  #: whether small blocks take the compiled loops
 
 
-def replayed_often():
-    """A trace was replayed often enough to become code (``replay.Trace``): the process launches a
-    kernel again and again, so numba's start (about a second, once) pays for itself. From now on a
-    small block's lane-order sum or cumsum loads the compiled loop (a 2-row sum of products: about
-    10 µs, against up to 0.5 ms in NumPy)."""
-    global _REPLAYED_OFTEN
-    _REPLAYED_OFTEN = True
+def clock():
+    """A start time for NumPy code that the compiled loops could run instead, for ``spent_in_numpy``;
+    None where numba is not installed, or small blocks take the loops already."""
+    return None if _SMALL_BLOCKS or not _numba_installed() else time.perf_counter()
+
+
+def spent_in_numpy(started):
+    """Count the NumPy time since ``started`` (``clock``; None: nothing). A process that has spent
+    about numba's start computing small blocks in NumPy (a small launch's sums and fmas, launch
+    after launch) loads the compiled loops and uses them for small blocks from then on: it pays at
+    most twice what the better choice would have (a 2-row sum of products: about 10 µs compiled,
+    up to 0.5 ms in NumPy), and a process of a few small launches never pays numba's start."""
+    global _NUMPY_SECONDS, _SMALL_BLOCKS
+    if started is None:
+        return
+    _NUMPY_SECONDS += time.perf_counter() - started
+    if _NUMPY_SECONDS >= _WORTH_LOADING:
+        _SMALL_BLOCKS = True
+
+
+def load_for_small_blocks():
+    """Small blocks take the compiled loops from now on, where numba is installed (``spent_in_numpy``'s
+    rule, decided at once): a benchmark of small launches measures what a process that has run them
+    long enough runs."""
+    global _SMALL_BLOCKS
+    _SMALL_BLOCKS = _numba_installed()
+
+
+@functools.lru_cache(maxsize=None)
+def _numba_installed():
+    """Whether numba is there to import, without importing it (``engine`` does: its start)."""
+    import importlib.util
+
+    return importlib.util.find_spec("numba") is not None
 
 
 def lane_sum_for(size):
@@ -103,9 +137,9 @@ def lane_sum_for(size):
 
 def _loaded(name, size, make):
     """``make()`` for a block of ``size`` elements: from ``COMPILED_FROM`` on, and for any size once
-    a larger block has loaded it or a trace turned hot (``replayed_often``); None below, or without
-    numba."""
-    if size < COMPILED_FROM and not _LOADED.get(name) and not _REPLAYED_OFTEN:
+    a larger block has loaded it or small blocks take the loops (``spent_in_numpy``); None below,
+    or without numba."""
+    if size < COMPILED_FROM and not _LOADED.get(name) and not _SMALL_BLOCKS:
         return None
     kernel = _LOADED[name] = make()
     return kernel

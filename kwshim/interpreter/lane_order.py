@@ -157,11 +157,19 @@ def reduce_in_lanes(values, layout, combine, product=None):
     right)`` takes and gives tuples. ``product``, for a sum of ``x * y`` the kernel just computed
     (``values[0]``, rounded), is ``(x, y)``: the adds that LLVM contracts are fmas."""
     held = _held(values, layout)
-    repeats, per_thread = held[0].shape[-4], held[0].shape[-1]
     if getattr(combine, "kwshim_sum", False) and values[0].dtype == np.float32:
         kernel = compiled.lane_sum_for(values[0].size)
         if kernel is not None:
             return (_compiled_sum(kernel, values[0].shape, product, held[0].shape[-4:], values[0]),)
+        started = compiled.clock()  # NumPy's time, which the compiled loop could take (``compiled``)
+        reduced = _reduce_in_numpy(values, held, layout, combine, product)
+        compiled.spent_in_numpy(started)
+        return reduced
+    return _reduce_in_numpy(values, held, layout, combine, product)
+
+
+def _reduce_in_numpy(values, held, layout, combine, product):
+    repeats, per_thread = held[0].shape[-4], held[0].shape[-1]
     order = [(r, e) for r in range(repeats) for e in range(per_thread)]
     with quiet(over="ignore", invalid="ignore"):
         if product is not None:  # a fresh array: the butterfly adds in place
@@ -258,6 +266,11 @@ def scan_in_lanes(data, layout, combine):
             out = np.empty_like(rows)
             kernel(rows, *held.shape[-4:], out)
             return out.reshape(data.shape)
+        started = compiled.clock()
+        with quiet(over="ignore", invalid="ignore"):
+            scanned = _scan(held, combine).reshape(data.shape)
+        compiled.spent_in_numpy(started)
+        return scanned
     with quiet(over="ignore", invalid="ignore"):
         return _scan(held, combine).reshape(data.shape)
 

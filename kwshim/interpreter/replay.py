@@ -33,7 +33,7 @@ import sys
 import threading
 from collections import OrderedDict
 
-from . import compiled, program_axis, replay_code, special_registers
+from . import program_axis, replay_code, special_registers
 from .specialization import constant_types as _constant_types, key
 from .steps import (BUILDER, DIVERGED, OPERATION_NAMES, Folded, Guard, SequenceOf, Slot, TensorOf, foldable,
                     only_a_type, slots_in)
@@ -298,7 +298,6 @@ class Trace:
         self.walked += 1
         if self.walked == _COMPILED_AFTER:
             self.code = replay_code.compiled(self, Miss)
-            compiled.replayed_often()
 
     def may_hold(self, misses):
         """Whether this trace's guards can hold where others of its key missed (``misses``: each
