@@ -46,8 +46,14 @@ class Record:
         if self.every:
             return np.full(self.addresses.size, 0 if first else self.every - 1)
         if self._programs is None:  # the same first and last: each address once per program
-            counts = self.counts()
-            self._programs = np.repeat(np.arange(counts.size, dtype=np.int32), counts)
+            mask = self.mask
+            if mask.size == self.addresses.size:  # every element moved: as many per program (a scalar's: one)
+                each = mask.size // mask.shape[0] if mask.ndim else 1
+                programs = np.arange(mask.shape[0] if mask.ndim else 1, dtype=np.int32)
+                self._programs = programs if each == 1 else np.repeat(programs, each)
+            else:
+                counts = self.counts()
+                self._programs = np.repeat(np.arange(counts.size, dtype=np.int32), counts)
         return self._programs
 
     def counts(self):
