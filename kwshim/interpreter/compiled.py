@@ -32,11 +32,9 @@ import time
 
 import numpy as np
 
-__all__ = ["COMPILED_FROM", "LOG2_E", "SMALLEST_NORMAL", "engine", "ufunc_for", "fma_ufunc", "clock", "spent_in_numpy",
-           "load_for_small_blocks",
-           "lane_sum_for",
-           "lane_sum_kernel", "lane_sum_for_layout", "lane_scan_for", "lane_scan_kernel", "lane_scan_for_layout",
-           "bf16_rounding_for"]
+__all__ = ["COMPILED_FROM", "LOG2_E", "SMALLEST_NORMAL", "engine", "ufunc_for", "fma_ufunc", "in_numpy",
+           "spent_in_numpy", "load_for_small_blocks", "lane_sum_for", "lane_sum_kernel", "lane_sum_for_layout",
+           "lane_scan_for", "lane_scan_kernel", "lane_scan_for_layout", "bf16_rounding_for"]
 
 #: The fewest elements worth a compiled loop: below, NumPy's code runs (the same bits), so that a
 #: process of a few small launches never pays numba's start (about a second: its import, its
@@ -90,22 +88,25 @@ _WORTH_LOADING = 0.5
 _SMALL_BLOCKS = False  #: whether small blocks take the compiled loops
 
 
-def clock():
-    """A start time for NumPy code that the compiled loops could run instead, for ``spent_in_numpy``;
-    None where numba is not installed, or small blocks take the loops already."""
-    return None if _SMALL_BLOCKS or not _numba_installed() else time.perf_counter()
+def in_numpy(function, *args):
+    """``function(*args)``: NumPy code that the compiled loops could run instead, its time counted
+    (``spent_in_numpy``)."""
+    if _SMALL_BLOCKS or not _numba_installed():
+        return function(*args)
+    started = time.perf_counter()
+    result = function(*args)
+    spent_in_numpy(time.perf_counter() - started)
+    return result
 
 
-def spent_in_numpy(started):
-    """Count the NumPy time since ``started`` (``clock``; None: nothing). A process that has spent
-    about numba's start computing small blocks in NumPy (a small launch's sums and fmas, launch
+def spent_in_numpy(seconds):
+    """Count ``seconds`` of NumPy code that the compiled loops could have run. A process that has
+    spent about numba's start computing small blocks in NumPy (a small launch's sums and fmas, launch
     after launch) loads the compiled loops and uses them for small blocks from then on: it pays at
     most twice what the better choice would have (a 2-row sum of products: about 10 µs compiled,
     up to 0.5 ms in NumPy), and a process of a few small launches never pays numba's start."""
     global _NUMPY_SECONDS, _SMALL_BLOCKS
-    if started is None:
-        return
-    _NUMPY_SECONDS += time.perf_counter() - started
+    _NUMPY_SECONDS += seconds
     if _NUMPY_SECONDS >= _WORTH_LOADING:
         _SMALL_BLOCKS = True
 

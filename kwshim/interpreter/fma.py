@@ -33,10 +33,9 @@ def fma(a, b, c):
     if fused is not None:
         with np.errstate(all="ignore"):  # inf * 0 is NaN, as IEEE's
             return fused(np.asarray(a, dtype), np.asarray(b, dtype), np.asarray(c, dtype))
-    started = compiled.clock() if dtype in _COMPILED_TYPES else None  # time the compiled loop could take
-    fused = numpy_fma(a, b, c)
-    compiled.spent_in_numpy(started)
-    return fused
+    if dtype in _COMPILED_TYPES:  # NumPy's time counted: the compiled loop could take it
+        return compiled.in_numpy(numpy_fma, a, b, c)
+    return numpy_fma(a, b, c)
 
 
 _COMPILED_TYPES = (np.dtype(np.float32), np.dtype(np.float64))

@@ -161,10 +161,7 @@ def reduce_in_lanes(values, layout, combine, product=None):
         kernel = compiled.lane_sum_for(values[0].size)
         if kernel is not None:
             return (_compiled_sum(kernel, values[0].shape, product, held[0].shape[-4:], values[0]),)
-        started = compiled.clock()  # NumPy's time, which the compiled loop could take (``compiled``)
-        reduced = _reduce_in_numpy(values, held, layout, combine, product)
-        compiled.spent_in_numpy(started)
-        return reduced
+        return compiled.in_numpy(_reduce_in_numpy, values, held, layout, combine, product)  # its time counted
     return _reduce_in_numpy(values, held, layout, combine, product)
 
 
@@ -266,13 +263,13 @@ def scan_in_lanes(data, layout, combine):
             out = np.empty_like(rows)
             kernel(rows, *held.shape[-4:], out)
             return out.reshape(data.shape)
-        started = compiled.clock()
-        with quiet(over="ignore", invalid="ignore"):
-            scanned = _scan(held, combine).reshape(data.shape)
-        compiled.spent_in_numpy(started)
-        return scanned
+        return compiled.in_numpy(_scan_in_numpy, held, combine, data.shape)  # its time counted
+    return _scan_in_numpy(held, combine, data.shape)
+
+
+def _scan_in_numpy(held, combine, shape):
     with quiet(over="ignore", invalid="ignore"):
-        return _scan(held, combine).reshape(data.shape)
+        return _scan(held, combine).reshape(shape)
 
 
 def _scan(held, combine):
