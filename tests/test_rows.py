@@ -472,7 +472,7 @@ def test_a_few_rows_are_decided_in_python_lists_as_numpy_decides_them():
     assert min(answers.values()) >= 50, answers
 
 
-def _element_log(generator, programs, base, operations):
+def _element_log(programs, base, operations):
     """A store log of ``operations`` loads and stores of one to three elements per program (or one
     address for every program), 2 or 4 bytes each, over the 64 bytes at ``base``."""
     from kwshim.interpreter.store_log import StoreLog
@@ -536,14 +536,14 @@ def test_a_few_elements_are_decided_as_rows_with_the_loop_s_bits(monkeypatch):
             width = int(generator.choice([2, 4]))
             operations.append((int(generator.integers(0, 3)), width, int(generator.integers(1, 4)),
                                generator.integers(0, 64 // width, 12), generator.integers(0, 2 ** 16, 12)))
-        probe = _element_log(generator, programs, 0, operations)
+        probe = _element_log(programs, 0, operations)
         if not records.rows_apply(probe.loads + probe.stores):
             continue  # more than a few elements: the marks decide
         reasons = []
         for marks in (False, True):
             monkeypatch.setattr(store_log, "rows_apply", (lambda records: False) if marks else every_rows_apply)
             memory_bytes = np.zeros(64, np.uint8)
-            log = _element_log(generator, programs, memory_bytes.ctypes.data, operations)
+            log = _element_log(programs, memory_bytes.ctypes.data, operations)
             reasons.append(log.conflict())
             if reasons[-1] is None:
                 log.commit(_native_writes)
