@@ -47,10 +47,10 @@ class Record:
             return np.full(self.addresses.size, 0 if first else self.every - 1)
         if self._programs is None:  # the same first and last: each address once per program
             mask = self.mask
-            if mask.size == self.addresses.size:  # every element moved: as many per program (a scalar's: one)
-                each = mask.size // mask.shape[0] if mask.ndim else 1
-                programs = np.arange(mask.shape[0] if mask.ndim else 1, dtype=np.int32)
-                self._programs = programs if each == 1 else np.repeat(programs, each)
+            if mask.size and mask.size == self.addresses.size:  # every element moved: as many per program
+                programs = np.arange(mask.shape[0], dtype=np.int32)
+                each = mask.size // mask.shape[0]
+                self._programs = programs if each == 1 else np.repeat(programs, each)  # a scalar's: one
             else:
                 counts = self.counts()
                 self._programs = np.repeat(np.arange(counts.size, dtype=np.int32), counts)
