@@ -59,6 +59,8 @@ RELEASE_INDEPENDENT = (
     "tests/test_compiled.py::test_the_engine_is_numba_exactly_where_numba_imports",
     "tests/test_compiled.py::test_the_compiled_fma_rounds_as_the_numpy_fma",
     "tests/test_compiled.py::test_the_compiled_exp_and_exp2_compute_the_numpy_models_bits",
+    "tests/test_compiled.py::test_the_compiled_lane_sum_adds_as_the_numpy_lane_order",
+    "tests/test_compiled.py::test_the_compiled_lane_scan_adds_as_the_numpy_lane_order",
     "tests/test_batching_rules.py::test_the_program_axis_rule_is_exactly_what_program_axis_computes",
     "tests/test_batching_rules.py::test_no_operation_is_listed_twice_and_every_fallback_has_a_reason",
     "tests/test_virtual_cuda.py::test_a_second_gpu_fails_as_on_a_one_gpu_machine_naming_kwshim",
