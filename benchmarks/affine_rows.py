@@ -1,8 +1,11 @@
 """Affine rows (``interpreter/rows``) on and off, side by side in one process: row kernels written as
 Liger-Kernel writes its forward kernels (rms_norm, swiglu, softmax, and the blocked rms_norm, 16 rows
-a program), batched over 2048 rows of 1024 fp32 columns (1000 kept by the mask), and the NumPy floor (the kernel's arithmetic as whole-tensor
-NumPy, one call per operation). Medians of ``--repeats`` launches, alternating; the outputs of rows
-on and off are checked bit for bit first.
+a program), batched over 2048 rows of 1024 fp32 columns (1000 kept by the mask), and the NumPy floor
+(the kernel's arithmetic as whole-tensor NumPy, one call per operation). "counted": rows on, each
+mask read by the earlier rule (each row's kept elements counted, ``np.count_nonzero``) in place of
+``rows._prefix_lengths``. Medians of ``--repeats`` launches, alternating (each way first as often),
+each way with its own traces (``replay``: a trace kept by one way would be replayed by the next);
+the outputs of each are checked bit for bit first.
 
     TRITON_INTERPRET=1 PYTHONPATH=.triton/3.9.0 .venv/bin/python benchmarks/affine_rows.py
 """
@@ -20,7 +23,7 @@ import triton  # noqa: E402
 import triton.language as tl  # noqa: E402
 
 import kwshim  # noqa: E402
-from kwshim.interpreter import rows  # noqa: E402
+from kwshim.interpreter import replay, rows  # noqa: E402
 
 
 @triton.jit
@@ -123,32 +126,43 @@ def main():
     parser.add_argument("--rows", type=int, default=2048)
     parser.add_argument("--cols", type=int, default=1000)
     options = parser.parse_args()
-    kept = rows.row_starts
+    kept, prefix_lengths = rows.row_starts, rows._prefix_lengths
 
-    def rows_off(*args):
+    def rows_off(*args, **keywords):
         return None
 
+    def counted(kept):
+        """The masks' earlier reading: each row's kept elements counted, then the prefixes checked."""
+        counts = np.count_nonzero(kept, axis=-1)
+        length = int(counts.max())
+        return counts if (kept[..., :length].all(axis=-1) == (counts == length)).all() else None
+
     print(f"{'kernel, ' + str(options.rows) + ' rows x ' + str(options.cols):30} {'rows off ms':>12} "
-          f"{'rows on ms':>11} {'ratio':>6} {'floor ms':>9} {'on / floor':>11}")
+          f"{'rows on ms':>11} {'ratio':>6} {'counted ms':>11} {'floor ms':>9} {'on / floor':>11}")
+    traces = {mode: type(replay._TRACES)() for mode in ("off", "on", "counted")}  # each mode replays its own
     with kwshim.activate(grid="batched"):
         for name, run, floor in cases(options.rows, options.cols):
-            results, times = {}, {"off": [], "on": [], "floor": []}
-            for _ in range(options.repeats + 1):  # the first of each: a warm-up, and the outputs compared
-                for mode in ("off", "on"):
-                    rows.row_starts = kept if mode == "on" else rows_off
+            results, times = {}, {"off": [], "on": [], "counted": [], "floor": []}
+            for repeat in range(options.repeats + 1):  # the first of each: a warm-up, and the outputs compared
+                for mode in ("on", "counted", "off") if repeat % 2 else ("counted", "on", "off"):  # each first as often
+                    rows.row_starts = rows_off if mode == "off" else kept
+                    rows._prefix_lengths = counted if mode == "counted" else prefix_lengths
+                    kept_traces, replay._TRACES = replay._TRACES, traces[mode]
                     try:
                         start = time.perf_counter()
                         results[mode] = run()
                         times[mode].append(time.perf_counter() - start)
                     finally:
-                        rows.row_starts = kept
+                        rows.row_starts, rows._prefix_lengths, replay._TRACES = kept, prefix_lengths, kept_traces
                 start = time.perf_counter()
                 floor()
                 times["floor"].append(time.perf_counter() - start)
-            for off, on in zip(results["off"], results["on"]):
+            for off, on, count in zip(results["off"], results["on"], results["counted"]):
                 assert torch.equal(off.view(torch.int32), on.view(torch.int32)), name
-            off, on, bare = (1e3 * statistics.median(times[mode][1:]) for mode in ("off", "on", "floor"))
-            print(f"{name:30} {off:12.1f} {on:11.1f} {off / on:5.1f}x {bare:9.1f} {on / bare:10.1f}x")
+                assert torch.equal(count.view(torch.int32), on.view(torch.int32)), name
+            off, on, count, bare = (1e3 * statistics.median(times[mode][1:])
+                                    for mode in ("off", "on", "counted", "floor"))
+            print(f"{name:30} {off:12.1f} {on:11.1f} {off / on:5.1f}x {count:11.1f} {bare:9.1f} {on / bare:10.1f}x")
 
 
 if __name__ == "__main__":

@@ -318,6 +318,46 @@ def test_prefix_pieces_are_one_per_length_and_few():
     assert rows.pieces(ptrs, handle(ragged[None])) is None
 
 
+def test_prefix_and_pieces_read_random_masks_as_counting_each_row_reads_them():
+    """``prefix`` and ``pieces`` against an oracle that counts each row's kept elements and compares
+    the row with that many leading ones: masks of prefixes and of gaps (a row kept again after one),
+    rows kept whole or not at all, one mask for every program and a mask per program, broadcast and
+    materialized."""
+    interpreter = sys.modules["triton.runtime.interpreter"]
+    rng = np.random.default_rng(5)
+
+    def oracle(starts, mask, length):
+        kept = np.broadcast_to(mask.reshape((1,) * (starts.ndim + 1 - mask.ndim) + mask.shape),
+                               starts.shape + (length,))
+        counts = np.count_nonzero(kept, axis=-1)
+        if not (kept == (np.arange(length) < counts[..., None])).all():
+            return None
+        lengths = sorted(set(counts[counts > 0].tolist()))
+        return [(n, (counts == n).tolist()) for n in lengths]
+
+    answers = {"one length": 0, "several": 0, "none": 0}
+    for case in range(600):
+        programs, block_rows, length = rng.integers(1, 5), rng.integers(1, 4), int(rng.choice([1, 2, 7, 64]))
+        shape = (programs, block_rows)
+        starts = np.arange(programs * block_rows, dtype=np.int64).reshape(shape) * 1024
+        ptrs = rows.pointers_class(interpreter.TensorHandle)(starts, length, 4, None)
+        counts = rng.choice([0, length, rng.integers(0, length + 1)], shape)
+        mask = np.arange(length) < counts[..., None]
+        if case % 3 == 0:  # a gap: kept again after an unkept element
+            mask[tuple(rng.integers(0, n) for n in shape)] ^= rng.random(length) < 0.3
+        if case % 5 == 0:  # one mask for every program, broadcast
+            mask = np.broadcast_to(mask[:1], mask.shape)
+        expected = oracle(starts, mask, length)
+        found = rows.pieces(ptrs, interpreter.TensorHandle(mask, tl.int1))
+        if found is not None:
+            found = [(n, np.broadcast_to(True if kept is None else kept, shape).tolist()) for n, kept in found]
+        if expected is not None and not 0 < len(expected) <= 4:
+            expected = None  # no row kept, or more lengths than pieces
+        assert found == expected, (case, mask.tolist())
+        answers["none" if found is None else "one length" if len(found) == 1 else "several"] += 1
+    assert all(count > 50 for count in answers.values()), answers
+
+
 @triton.jit
 def overlapping_blocks(x_ptr, BLOCK_ROW: tl.constexpr, BLOCK: tl.constexpr):
     """Program p adds one to rows 8p .. 8p + 15: half of its block is the next program's."""
