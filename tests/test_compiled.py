@@ -385,3 +385,37 @@ def test_compiled_bf16_rounding_gives_ml_dtypes_bits_on_random_ties_and_edges_an
     grid = values[:compiled.COMPILED_FROM * 2].reshape(2, -1)[:, ::2]  # strided: copied before the loop
     assert np.array_equal(float_to_float(grid, ml_dtypes.bfloat16).view(np.uint16),
                           grid.astype(ml_dtypes.bfloat16).view(np.uint16))
+
+
+@numba_installed
+def test_compiled_widening_of_bf16_and_fp16_gives_the_fp64_path_s_bits_for_every_value():
+    """bf16 and fp16 to fp32 (``compiled_loops.widened_bits``): every one of the 2 ** 16 values of
+    each, NaNs of every payload included, has the bits NumPy's path through fp64 gives (exact, a
+    NaN made quiet); ``float_to_float`` takes the loop from ``COMPILED_FROM`` elements on, strided
+    blocks and blocks of rows too."""
+    ml_dtypes = pytest.importorskip("ml_dtypes")
+    from kwshim.interpreter import compiled_loops
+    from kwshim.interpreter.conversions import float_to_float
+
+    every = np.arange(2 ** 16, dtype=np.uint16)
+    for numpy_type, half in ((ml_dtypes.bfloat16, False), (np.float16, True)):
+        values = every.view(numpy_type)
+        with np.errstate(invalid="ignore"):
+            expected = values.astype(np.float64).astype(np.float32).view(np.uint32)
+        out = np.empty(every.size, np.float32)
+        compiled_loops.widened_bits(every, out, half)
+        differ = np.flatnonzero(out.view(np.uint32) != expected)
+        assert differ.size == 0, (numpy_type, [hex(v) for v in every[differ[:3]]])
+        assert np.isnan(values.astype(np.float32)).sum() >= 254  # NaNs of every payload among them
+        loops = []
+        with pytest.MonkeyPatch.context() as patch:
+            widened = compiled.widening_for(every.size)
+            patch.setattr(compiled, "widening_for", lambda size: loops.append(size) or (
+                compiled._widening() if size >= compiled.COMPILED_FROM else None))
+            blocks = values.reshape(4, -1)
+            for block in (blocks, blocks[:, ::2], blocks[:1, :100]):
+                with np.errstate(invalid="ignore"):
+                    wide = block.astype(np.float64).astype(np.float32)
+                got = float_to_float(block, np.float32)
+                assert got.shape == block.shape and np.array_equal(got.view(np.uint32), wide.view(np.uint32))
+        assert widened is compiled_loops.widened_bits and loops == [every.size, every.size // 2, 100]

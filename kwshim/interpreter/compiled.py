@@ -34,7 +34,8 @@ import numpy as np
 
 __all__ = ["COMPILED_FROM", "LOG2_E", "SMALLEST_NORMAL", "engine", "ufunc_for", "fma_ufunc", "in_numpy",
            "spent_in_numpy", "load_for_small_blocks", "lane_sum_for", "lane_sum_kernel", "lane_sum_for_layout",
-           "lane_scan_for", "lane_scan_kernel", "lane_scan_for_layout", "bf16_rounding_for"]
+           "lane_scan_for", "lane_scan_kernel", "lane_scan_for_layout", "bf16_rounding_for",
+           "widening_for"]
 
 #: The fewest elements worth a compiled loop: below, NumPy's code runs (the same bits), so that a
 #: process of a few small launches never pays numba's start (about a second: its import, its
@@ -205,3 +206,16 @@ def bf16_rounding_for(size):
 @functools.lru_cache(maxsize=None)
 def _bf16_rounding():
     return _loops().bf16_bits if engine() == "numba" else None
+
+
+def widening_for(size):
+    """``widened_bits(x, out, half)`` (``compiled_loops.widened_bits``): bf16 or fp16 widened to fp32
+    for a block of ``size`` elements, NaNs as NumPy's path through fp64 leaves them, or None (below
+    ``COMPILED_FROM``, or without numba): then ``astype`` and a NaN check run. 4M elements: 1.1 ms
+    (bf16) and 2.5 ms (fp16), against 2.6 ms and 10 ms."""
+    return _widening() if size >= COMPILED_FROM else None
+
+
+@functools.lru_cache(maxsize=None)
+def _widening():
+    return _loops().widened_bits if engine() == "numba" else None

@@ -29,7 +29,7 @@ from numba.extending import intrinsic
 from .compiled import LOG2_E, SMALLEST_NORMAL
 
 __all__ = ["fused", "fma", "ex2", "ex2_of_exp", "ex2_flushed", "lane_sum", "lane_sum_for_layout", "lane_scan",
-           "lane_scan_for_layout", "element_wise", "bf16_bits"]
+           "lane_scan_for_layout", "element_wise", "bf16_bits", "widened_bits"]
 
 
 @intrinsic
@@ -129,6 +129,32 @@ def bf16_bits(x, out):
         nan |= (b & np.uint32(0x7FFFFFFF)) > np.uint32(0x7F800000)
         out[i] = np.uint16((b + np.uint32(0x7FFF) + ((b >> np.uint32(16)) & np.uint32(1))) >> np.uint32(16))
     return nan
+
+
+@njit(cache=True, nogil=True)
+def widened_bits(x, out, half):
+    """Each bf16 (``half`` False) or fp16 (True) of ``x`` (its bits: 1-D uint16, C-contiguous) as
+    fp32 into ``out`` (1-D fp32), with the bits NumPy's path through fp64 gives: exact, and a NaN's
+    payload kept and made quiet (fp64 -> fp32 quiets it). ml_dtypes' and NumPy's ``astype`` and a
+    NaN check, 2.4 and 4 times faster (``conversions.float_to_float``)."""
+    bits = out.view(np.uint32)
+    for i in range(x.size):
+        h = np.uint32(x[i])
+        if not half:
+            b = h << np.uint32(16)
+            bits[i] = b | np.uint32(0x400000) if (b & np.uint32(0x7FFFFFFF)) > np.uint32(0x7F800000) else b
+            continue
+        sign = (h & np.uint32(0x8000)) << np.uint32(16)
+        exponent = (h >> np.uint32(10)) & np.uint32(0x1F)
+        mantissa = h & np.uint32(0x3FF)
+        if exponent == np.uint32(0x1F):  # inf, or a NaN made quiet
+            b = sign | np.uint32(0x7F800000) | (mantissa << np.uint32(13))
+            bits[i] = b | np.uint32(0x400000) if mantissa != np.uint32(0) else b
+        elif exponent == np.uint32(0):  # zero or subnormal: mantissa * 2 ** -24, exact in fp32
+            value = np.float32(mantissa) * np.float32(5.960464477539063e-08)
+            out[i] = -value if sign else value
+        else:  # rebiased: 127 - 15
+            bits[i] = sign | ((exponent + np.uint32(112)) << np.uint32(23)) | (mantissa << np.uint32(13))
 
 
 @njit(inline="always")

@@ -87,7 +87,8 @@ def float_to_float(data, target, toward_zero=False, rebias_fp8e5=False):
     data = np.asarray(data)
     target_name = type_name(target)
     if not (toward_zero or rebias_fp8e5) and type_name(data.dtype) in _DIRECT.get(target_name, ()):
-        rounded = _compiled_bf16(data) if target_name == "bfloat16" else None
+        rounded = _compiled_bf16(data) if target_name == "bfloat16" else \
+            _compiled_widening(data) if target_name == "float32" and data.dtype.itemsize == 2 else None
         if rounded is not None:
             return rounded.view(target)
         direct = data.astype(target)  # exact, or one rounding from fp32: the fp64 path's bits
@@ -127,6 +128,18 @@ def _compiled_bf16(data):
     if rounding(source.reshape(-1), bits.reshape(-1)):
         return None
     return bits
+
+
+def _compiled_widening(data):
+    """bf16 or fp16 ``data`` as fp32 from ``compiled.widening_for``'s loop (NaNs made quiet, as the
+    fp64 path makes them), or None (a small block, or no numba)."""
+    widening = compiled.widening_for(data.size)
+    if widening is None:
+        return None
+    source = np.ascontiguousarray(data)
+    widened = np.empty(source.shape, np.float32)
+    widening(source.view(np.uint16).reshape(-1), widened.reshape(-1), source.dtype == np.float16)
+    return widened
 
 
 @_quiet
