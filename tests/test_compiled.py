@@ -419,3 +419,38 @@ def test_compiled_widening_of_bf16_and_fp16_gives_the_fp64_path_s_bits_for_every
                 got = float_to_float(block, np.float32)
                 assert got.shape == block.shape and np.array_equal(got.view(np.uint32), wide.view(np.uint32))
         assert widened is compiled_loops.widened_bits and loops == [every.size, every.size // 2, 100]
+
+
+@numba_installed
+def test_compiled_fp16_rounding_gives_numpy_s_bits_on_random_ties_subnormals_and_edges_and_leaves_nans_to_numpy():
+    """fp32 to fp16 (``compiled_loops.fp16_bits``): NumPy's ``astype`` bits on random patterns, on
+    ties of the 13 bits rounded off, on every seventh pattern of the range fp16 holds as subnormals
+    and just above it, and around 65504, 65520 and inf, both signs; a NaN is left to NumPy's path."""
+    from kwshim.interpreter import compiled_loops
+    from kwshim.interpreter.conversions import float_to_float
+
+    rng = np.random.default_rng(11)
+    ties = (rng.integers(0, 2 ** 19, 1_000_000, dtype=np.uint64).astype(np.uint32) << np.uint32(13)) | \
+        rng.choice(np.array([0xFFF, 0x1000, 0x1001, 0x0000, 0x1FFF], dtype=np.uint32), 1_000_000)
+    edges = np.concatenate([np.arange(0x33000000 - 2 ** 20, 0x38800000 + 2 ** 20, 7, dtype=np.uint32),
+                            np.arange(2 ** 16, dtype=np.uint32),  # fp32's subnormals: zeros
+                            np.arange(0x477F0000, 0x47810000, dtype=np.uint32),  # 65504 .. 65520 .. 66048
+                            np.arange(0x7F7F0000, 0x7F800001, dtype=np.uint32)])  # the largest, inf
+    patterns = np.concatenate([rng.integers(0, 2 ** 32, 2_000_000, dtype=np.uint64).astype(np.uint32), ties, edges])
+    values = np.concatenate([patterns, patterns | np.uint32(0x80000000)]).view(np.float32)
+    values = values[~np.isnan(values)]
+    out = np.empty(values.size, np.uint16)
+    assert not compiled_loops.fp16_bits(values, out)
+    with np.errstate(over="ignore"):
+        expected = values.astype(np.float16).view(np.uint16)
+    differ = np.flatnonzero(out != expected)
+    assert differ.size == 0, f"{differ.size} differ, first {[hex(v) for v in values.view(np.uint32)[differ[:3]]]}"
+    assert (expected & 0x7C00 == 0).sum() > 100_000 and (expected & 0x7FFF == 0x7C00).sum() > 100_000
+    with_nan = np.concatenate([values[:compiled.COMPILED_FROM], np.array([0x7FA00001], np.uint32).view(np.float32)])
+    assert compiled_loops.fp16_bits(with_nan, np.empty(with_nan.size, np.uint16))
+    with np.errstate(over="ignore"):
+        expected = with_nan.astype(np.float64).astype(np.float32).astype(np.float16)  # the fp64 path
+        assert np.array_equal(float_to_float(with_nan.reshape(1, -1), np.float16).view(np.uint16),
+                              expected.view(np.uint16).reshape(1, -1))
+        grid = values[:compiled.COMPILED_FROM * 2].reshape(2, -1)[:, ::2]  # strided: copied before the loop
+        assert np.array_equal(float_to_float(grid, np.float16).view(np.uint16), grid.astype(np.float16).view(np.uint16))

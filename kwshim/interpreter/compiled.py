@@ -35,7 +35,7 @@ import numpy as np
 __all__ = ["COMPILED_FROM", "LOG2_E", "SMALLEST_NORMAL", "engine", "ufunc_for", "fma_ufunc", "in_numpy",
            "spent_in_numpy", "load_for_small_blocks", "lane_sum_for", "lane_sum_kernel", "lane_sum_for_layout",
            "lane_scan_for", "lane_scan_kernel", "lane_scan_for_layout", "bf16_rounding_for",
-           "widening_for"]
+           "fp16_rounding_for", "widening_for"]
 
 #: The fewest elements worth a compiled loop: below, NumPy's code runs (the same bits), so that a
 #: process of a few small launches never pays numba's start (about a second: its import, its
@@ -206,6 +206,18 @@ def bf16_rounding_for(size):
 @functools.lru_cache(maxsize=None)
 def _bf16_rounding():
     return _loops().bf16_bits if engine() == "numba" else None
+
+
+def fp16_rounding_for(size):
+    """``fp16_bits(x, out) -> whether x holds a NaN`` (``compiled_loops.fp16_bits``): fp32 rounded
+    to fp16 bits for a block of ``size`` elements, or None (below ``COMPILED_FROM``, or without
+    numba): then NumPy's ``astype`` runs. 4M elements: 4.0 ms, against 10.3 ms and a NaN check."""
+    return _fp16_rounding() if size >= COMPILED_FROM else None
+
+
+@functools.lru_cache(maxsize=None)
+def _fp16_rounding():
+    return _loops().fp16_bits if engine() == "numba" else None
 
 
 def widening_for(size):

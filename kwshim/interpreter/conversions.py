@@ -87,7 +87,8 @@ def float_to_float(data, target, toward_zero=False, rebias_fp8e5=False):
     data = np.asarray(data)
     target_name = type_name(target)
     if not (toward_zero or rebias_fp8e5) and type_name(data.dtype) in _DIRECT.get(target_name, ()):
-        rounded = _compiled_bf16(data) if target_name == "bfloat16" else \
+        rounded = _compiled_rounding(data, compiled.bf16_rounding_for) if target_name == "bfloat16" else \
+            _compiled_rounding(data, compiled.fp16_rounding_for) if target_name == "float16" else \
             _compiled_widening(data) if target_name == "float32" and data.dtype.itemsize == 2 else None
         if rounded is not None:
             return rounded.view(target)
@@ -117,10 +118,11 @@ def float_to_float(data, target, toward_zero=False, rebias_fp8e5=False):
     return rounded
 
 
-def _compiled_bf16(data):
-    """fp32 ``data``'s bf16 bits (uint16) from ``compiled.bf16_rounding_for``'s loop, or None (a
-    small block, no numba, or a NaN: the fp64 path quiets its payload)."""
-    rounding = compiled.bf16_rounding_for(data.size)
+def _compiled_rounding(data, rounding_for):
+    """fp32 ``data``'s bf16 or fp16 bits (uint16) from the loop ``rounding_for`` gives
+    (``compiled.bf16_rounding_for``, ``fp16_rounding_for``), or None (a small block, no numba, or a
+    NaN: the fp64 path quiets its payload)."""
+    rounding = rounding_for(data.size)
     if rounding is None:
         return None
     source = np.ascontiguousarray(data)
