@@ -20,8 +20,9 @@ def out():
 #: packaging without Triton, type checks, the docs' own structure), or their subject is kwshim's own
 #: door (how ``kwshim run`` and the pytest plugin read their arguments, settings and environment)
 #: and the switch's start under each release is the switch suite's and ``test_switch``'s, which run
-#: in every row. Marked ``release_independent``: the matrix runs them once, in its first row, and
-#: not again under each release (``measure/matrix.py``). A plain ``pytest`` runs them with the rest.
+#: in every row; or their subject is what a wheel carries. Marked ``release_independent``: the matrix
+#: runs them once, in the newest release's row, and not again under each release
+#: (``measure/matrix.py``). A plain ``pytest`` runs them with the rest.
 RELEASE_INDEPENDENT = (
     "tests/test_architecture.py::",
     "tests/test_settings.py::",
@@ -31,11 +32,13 @@ RELEASE_INDEPENDENT = (
     "tests/test_cli.py::test_usage_errors_exit_2",
     "tests/test_cli.py::test_python_dash_m_kwshim",
     "tests/test_cli.py::test_doctor_without_triton_reports_broken",
+    "tests/test_cli.py::test_doctor_says_what_it_is_doing_before_the_probe",  # the matrix runs the doctor each row
     "tests/test_cli.py::test_version_and_check_help_list_the_codes_and_exit_statuses",
     "tests/test_packaging.py::test_sdist_and_wheel_pass_twine_check",
     "tests/test_packaging.py::test_the_sdist_carries_the_tests_docs_and_examples",
     "tests/test_packaging.py::test_the_wheel_carries_py_typed_and_the_license",
     "tests/test_packaging.py::test_the_wheel_with_its_declared_dependencies_alone_checks_and_lints",
+    "tests/test_packaging.py::test_the_installed_wheel_works_from_a_fresh_environment",
     "tests/test_docs.py::test_the_readme_is_short",
     "tests/test_docs.py::test_the_settings_tables",
     "tests/test_docs.py::test_every_exception",
@@ -46,6 +49,9 @@ RELEASE_INDEPENDENT = (
     "tests/test_pytest_plugin.py::test_a_kwshim_option_without_kwshim_is_a_usage_error",
     "tests/test_pytest_plugin.py::test_a_bad_kwshim_variable_fails_the_switch_in_one_line_and_nothing_else",
     "tests/test_pytest_plugin.py::test_the_header_names_every_setting_in_force",
+    # the summary gathered from xdist's workers: the door's; each release's counts are [workers0]'s
+    "tests/test_pytest_plugin.py::test_the_summary_counts_batched_launches_and_names_each_fallback_with_its_counts"
+    "[workers1]",
     "tests/test_pytest_plugin.py::test_the_plugin_names_a_missing_triton_as_a_usage_error",
     "tests/test_runner.py::test_kwshim_run_module",
     "tests/test_runner.py::test_kwshim_run_reports_the_targets_exception_with_status_1",
