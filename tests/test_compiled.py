@@ -409,9 +409,9 @@ def test_compiled_widening_of_bf16_and_fp16_gives_the_fp64_path_s_bits_for_every
         assert np.isnan(values.astype(np.float32)).sum() >= 254  # NaNs of every payload among them
         loops = []
         with pytest.MonkeyPatch.context() as patch:
-            widened = compiled.widening_for(every.size)
-            patch.setattr(compiled, "widening_for", lambda size: loops.append(size) or (
-                compiled._widening() if size >= compiled.COMPILED_FROM else None))
+            widening_for = compiled.widening_for
+            widened = widening_for(every.size)
+            patch.setattr(compiled, "widening_for", lambda size: loops.append(size) or widening_for(size))
             blocks = values.reshape(4, -1)
             for block in (blocks, blocks[:, ::2], blocks[:1, :100]):
                 with np.errstate(invalid="ignore"):
