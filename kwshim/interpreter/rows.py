@@ -128,33 +128,9 @@ def block_ndim(handle):
 def prefix(ptrs, mask):
     """``(length, kept)`` where ``ptrs`` are row pointers and ``mask`` keeps the leading ``length``
     elements of some rows and nothing of the others: ``kept`` is None where it keeps every row, else
-    which (booleans of the starts' shape); None where the mask is not that."""
-    if not isinstance(ptrs, pointers_class(_interpreter().TensorHandle)):
-        return None
-    starts, kept = ptrs.starts, mask.data
-    if kept.ndim > starts.ndim + 1:
-        return None
-    kept = kept.reshape((1,) * (starts.ndim + 1 - kept.ndim) + kept.shape)
-    if kept.shape[-1] not in (1, ptrs.length):
-        return None
-    if all(size == 1 for size in kept.shape[:-1]):  # one mask for every row
-        row = kept.reshape(-1)
-        if row.size == 1:  # one value for every element
-            return (ptrs.length, None) if row[0] else None
-        length = int(np.count_nonzero(row))
-        return (length, None) if length and row[:length].all() else None
-    counts = _prefix_lengths(np.broadcast_to(kept, kept.shape[:-1] + (ptrs.length,)))
-    if counts is None:
-        return None
-    length = int(counts.max())
-    full = counts == length
-    if not length or not (full | (counts == 0)).all():
-        return None
-    try:
-        full = np.broadcast_to(full, starts.shape)
-    except ValueError:  # one start for every program, a mask per program
-        return None
-    return length, (None if full.all() else full)
+    which (booleans of the starts' shape); None where the mask is not that (``pieces`` of one)."""
+    found = pieces(ptrs, mask, most=1)
+    return None if found is None else found[0]
 
 
 def _prefix_lengths(kept):
@@ -177,26 +153,39 @@ def _rows_of(starts, kept):
     return starts[kept], np.nonzero(kept)[0]
 
 
-def pieces(ptrs, mask):
-    """``[(length, kept)]``: ``prefix``'s answer as one piece; or, where ``mask`` keeps a prefix of each
-    row of a few lengths (``cols < n`` cutting the last block of columns, beside ``rows < n``), one
-    piece per length, at most ``_MOST_PIECES``, ``kept`` booleans of the starts' shape; else None."""
-    found = prefix(ptrs, mask)
-    if found is not None or not isinstance(ptrs, pointers_class(_interpreter().TensorHandle)):
-        return None if found is None else [found]
-    starts, kept = ptrs.starts, mask.data
-    if kept.ndim > starts.ndim + 1 or kept.shape[-1] != ptrs.length:
+def pieces(ptrs, mask, most=None):
+    """``[(length, kept)]``, one piece per length of the prefixes ``mask`` keeps of the rows ``ptrs``
+    (``cols < n`` cutting the last block of columns, beside ``rows < n``), at most ``most`` (by
+    default ``_MOST_PIECES``), ``kept`` booleans of the starts' shape, None where one length is kept
+    by every row; else None. The mask is read once (``_prefix_lengths``)."""
+    if not isinstance(ptrs, pointers_class(_interpreter().TensorHandle)):
         return None
-    counts = _prefix_lengths(kept)
+    starts, kept = ptrs.starts, mask.data
+    if kept.ndim > starts.ndim + 1:
+        return None
+    kept = kept.reshape((1,) * (starts.ndim + 1 - kept.ndim) + kept.shape)
+    if kept.shape[-1] not in (1, ptrs.length):
+        return None
+    if all(size == 1 for size in kept.shape[:-1]):  # one mask for every row
+        row = kept.reshape(-1)
+        if row.size == 1:  # one value for every element
+            return [(ptrs.length, None)] if row[0] else None
+        length = int(np.count_nonzero(row))
+        return [(length, None)] if length and row[:length].all() else None
+    counts = _prefix_lengths(np.broadcast_to(kept, kept.shape[:-1] + (ptrs.length,)))
     if counts is None:
         return None
     try:
-        counts = np.broadcast_to(counts.reshape((1,) * (starts.ndim - counts.ndim) + counts.shape), starts.shape)
+        counts = np.broadcast_to(counts, starts.shape)
     except ValueError:  # one start for every program, a mask per program
         return None
+    length = int(counts.max())
+    full = counts == length
+    if length and (full | (counts == 0)).all():  # one length (the common case): no sort
+        return [(length, None if full.all() else full)]
     lengths = np.unique(counts)
     lengths = lengths[lengths > 0]
-    if not 0 < lengths.size <= _MOST_PIECES:
+    if not 0 < lengths.size <= (most or _MOST_PIECES):
         return None
     return [(int(length), counts == length) for length in lengths]
 
