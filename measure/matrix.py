@@ -10,8 +10,14 @@ probed live) and pytest (kwsafe's result), says which row it is on as it goes, w
 ``--page`` rewrites the table between that page's matrix markers (``make matrix``: the docs site's
 compatibility page). Exit status 1 if any row failed.
 
-The tests marked ``release_independent`` (``tests/conftest.py``: no release changes their outcome) run in the
-newest release's row only, and each row's Triton installs in the background while the row before it runs.
+What each row runs (``tests/conftest.py`` marks the tests):
+- the tests marked ``release_independent`` (no release changes their outcome): the newest release's row only;
+- those marked ``release_sampled`` (a third-party library's bits, a subprocess each): the rows of
+  ``SAMPLED_RELEASES``;
+- the wrapt 1.x rows: ``WRAPT_SUITE``, the tests of the one object kwshim builds with wrapt.
+Each row's Triton installs in the background while the row before it runs. The rows' processes write
+bytecode even where the caller's environment says ``PYTHONDONTWRITEBYTECODE``: without it every
+process compiled kwshim and the tests again, and rewrote their asserts (15% of a row's CPU).
 """
 
 import argparse
@@ -34,6 +40,15 @@ RELEASES = ["2.2.0", "2.3.0", "2.3.1", "3.0.0", "3.1.0", "3.2.0", "3.3.0", "3.3.
 #: wrapt 1.x rows (wrapt 2.x is the .venv's): on the oldest and the newest release.
 WRAPT_1 = "1.14.1"
 WRAPT_1_RELEASES = ["2.2.0", "3.9.0"]
+#: What the wrapt 1.x rows run: the tests of ``KwsafeKernel`` (a ``wrapt.ObjectProxy``, the only use of
+#: wrapt in kwshim), of its launch paths and of what holds it (autotune, verify, threads). The rest of
+#: the suite reaches wrapt only through that object's call, which these run.
+WRAPT_SUITE = ["tests/test_decorator.py", "tests/test_oracle.py", "tests/test_options.py", "tests/test_binding.py",
+               "tests/test_kernel.py", "tests/test_retrofit.py", "tests/test_autotune.py", "tests/test_verify.py",
+               "tests/test_concurrency.py"]
+#: The rows that also run the tests marked ``release_sampled``: the oldest 3.x (the third-party library
+#: needs Triton 3), the H200's release (its bits were measured there) and the newest.
+SAMPLED_RELEASES = ["3.0.0", "3.6.0", "3.9.0"]
 #: The contract suite, run a second time with no @kwsafe anywhere under ``pytest --kwshim``.
 SWITCH_SUITE = ["tests/test_decorator.py", "tests/test_oracle.py", "tests/test_options.py"]
 
@@ -61,15 +76,20 @@ def run_row(release, wrapt_folder=None, independent=True):
     once (the doctor and the switch suite are single processes: alone, each left a core idle).
     ``independent``: the tests marked ``release_independent`` run too (the newest release's row
     only: no release changes their outcome, and none of them skips there, where a few skip on 2.x).
-    ``seconds``: the row's wall time, its Triton installed."""
+    With ``wrapt_folder`` the suite is ``WRAPT_SUITE``. ``seconds``: the row's wall time, its Triton
+    installed."""
     triton_folder = os.path.join(ROOT, ".triton", release)
     install("triton", release, triton_folder)
     paths = [p for p in (wrapt_folder, triton_folder) if p]
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(paths), TRITON_INTERPRET="1")
+    env.pop("PYTHONDONTWRITEBYTECODE", None)
     start = time.perf_counter()
     with tempfile.TemporaryDirectory() as scratch:
         junit, switch_junit = os.path.join(scratch, "junit.xml"), os.path.join(scratch, "switch.xml")
-        only = [] if independent else ["-m", "not release_independent"]
+        left_out = ([] if independent else ["release_independent"]) + (
+            [] if release in SAMPLED_RELEASES else ["release_sampled"])
+        only = ["-m", " and ".join(f"not {marker}" for marker in left_out)] if left_out else []
+        only += WRAPT_SUITE if wrapt_folder else []
         pipes = dict(stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=ROOT)
         processes = {
             "doctor": subprocess.Popen([sys.executable, "-m", "kwshim", "doctor", "--json"], env=env, **pipes),
@@ -170,7 +190,7 @@ def main():
     if options.results is None:
         options.results = os.path.join(ROOT, "matrix" if options.page else ".matrix", "results.json")
     print(f"kwshim test matrix: {len(plan)} rows (each Triton release installed into .triton/<release> on first "
-          f"use, 0.4-1 GB each; about 30-36 min on 2 cores from a fresh clone)", flush=True)
+          f"use, 0.4-1 GB each; about 25-30 min on 2 cores from a fresh clone)", flush=True)
     for number, (release, wrapt_folder) in enumerate(plan, 1):
         if number < len(plan):  # the next row's Triton installs while this row's tests run
             upcoming = plan[number][0]

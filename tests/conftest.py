@@ -78,17 +78,29 @@ RELEASE_INDEPENDENT = (
 )
 #: ...but for these, which read the installed Triton.
 _RELEASE_DEPENDENT = ("tests/test_check.py::test_the_static_reserved_names_cover_the_installed_releases",)
+#: Tests of an unedited third-party library's bits, each a subprocess of its own (17 s of a row's CPU):
+#: marked ``release_sampled``, the matrix runs them in a few rows (``measure/matrix.py``: the oldest
+#: 3.x, the H200's release and the newest). What they run through is the interpreter's path that
+#: the rest of the suite covers under every release; Liger's sparsemax still runs in every 3.x row.
+RELEASE_SAMPLED = (
+    "tests/test_third_party.py::test_bare_interpreter_fails_it_where_reserved_keywords_are_dropped",
+    "tests/test_third_party.py::test_liger_geglu_stores_the_h200_s_bits_under_kwshim_run",
+    "tests/test_third_party.py::test_liger_kernels_store_the_h200_s_bits_where_measured_so",
+)
 
 
 def pytest_configure(config):
     config.addinivalue_line("markers", "release_independent: no Triton release changes its outcome; the matrix "
                                        "runs it once")
+    config.addinivalue_line("markers", "release_sampled: the matrix runs it under a few releases, not each")
 
 
 def pytest_collection_modifyitems(config, items):
     for item in items:
         if item.nodeid.startswith(RELEASE_INDEPENDENT) and not item.nodeid.startswith(_RELEASE_DEPENDENT):
             item.add_marker(pytest.mark.release_independent)
+        if item.nodeid.startswith(RELEASE_SAMPLED):
+            item.add_marker(pytest.mark.release_sampled)
     if os.environ.get("KWSHIM_SUITE_WITHOUT_KWSAFE") != "1":
         return
     skip = pytest.mark.skip(reason="about the KwsafeKernel object; this run has no @kwsafe (the switch binds)")
