@@ -190,7 +190,7 @@ def main():
     if options.results is None:
         options.results = os.path.join(ROOT, "matrix" if options.page else ".matrix", "results.json")
     print(f"kwshim test matrix: {len(plan)} rows (each Triton release installed into .triton/<release> on first "
-          f"use, 0.4-1 GB each; about 25-30 min on 2 cores from a fresh clone)", flush=True)
+          f"use, 0.4-1 GB each; about 20-25 min on 2 cores from a fresh clone)", flush=True)
     for number, (release, wrapt_folder) in enumerate(plan, 1):
         if number < len(plan):  # the next row's Triton installs while this row's tests run
             upcoming = plan[number][0]

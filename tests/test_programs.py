@@ -392,12 +392,12 @@ def test_check_runs_a_launch_of_one_program_once_and_compares_launches_of_more(m
 
 
 def test_the_store_log_finds_every_pair_of_records_whose_spans_meet_in_the_loop_s_order(monkeypatch):
-    """``_spans_meeting`` compares every pair's spans at once (a loop's hundreds of records): the same
+    """``records.spans_meeting`` compares every pair's spans at once (a loop's hundreds of records): the same
     pairs, in the same order, as the pair-by-pair test it replaced, spans of no addresses left out,
     and across the chunks it compares at a time."""
     import numpy as np
 
-    from kwshim.interpreter import store_log
+    from kwshim.interpreter import records as records_module, store_log
 
     class Spanned:
         def __init__(self, span):
@@ -413,11 +413,11 @@ def test_the_store_log_finds_every_pair_of_records_whose_spans_meet_in_the_loop_
         spans = [(low, low + np.uint64(width)) for low, width in zip(lows, generator.integers(0, 60, count))]
         return [Spanned(None if generator.random() < 0.1 else span) for span in spans]
 
-    monkeypatch.setattr(store_log, "_SPANS_AT_ONCE", 7)
+    monkeypatch.setattr(records_module, "_SPANS_AT_ONCE", 7)
     for count, other_count in ((0, 5), (5, 0), (1, 1), (40, 33), (300, 250)):
         records, others = made(count), made(other_count)
         expected = [(record, other) for record in records for other in others
                     if not store_log._apart(record.span(), other.span())]
-        found = list(store_log._spans_meeting(records, others))
+        found = list(records_module.spans_meeting(records, others))
         assert [(id(a), id(b)) for a, b in found] == [(id(a), id(b)) for a, b in expected]
         assert count < 40 or len(expected) > 5  # the larger cases hold meeting pairs to find

@@ -16,7 +16,7 @@ import numpy as np
 from .rows import addresses as row_addresses
 
 __all__ = ["READ_AFTER_WRITE", "TWO_SIZES", "Record", "Rows", "rows_apply", "rows_conflict",
-           "bytes_meet_across_widths"]
+           "bytes_meet_across_widths", "spans_meeting"]
 
 READ_AFTER_WRITE = "a program reads what another program (or itself, earlier) wrote in the launch"
 
@@ -321,3 +321,29 @@ def _few_bytes_meet_across_widths(lows, highs, widths):
                 if before > 0 and running_high[before - 1] > lo:
                     return True
     return False
+
+
+#: How many records ``spans_meeting`` compares with all the others at once (a boolean each pair).
+_SPANS_AT_ONCE = 1024
+
+
+def spans_meeting(records, others, span_of=lambda record: record.span()):
+    """The pairs ``(record, other)`` whose spans meet (``span_of``: the elements' by default), record
+    by record and each record's in the order of ``others``: every pair's spans compared in NumPy,
+    where a loop's hundreds of records made the pairs a Python loop (a tenth of a
+    flash-linear-attention test)."""
+    def bounds(items):
+        spans = [(item, span_of(item)) for item in items]
+        kept = [(item, span) for item, span in spans if span is not None]
+        return ([item for item, _ in kept], np.array([span[0] for _, span in kept], np.uint64),
+                np.array([span[1] for _, span in kept], np.uint64))
+
+    records, lows, highs = bounds(records)
+    others, other_lows, other_highs = bounds(others)
+    if not records or not others:
+        return
+    for start in range(0, len(records), _SPANS_AT_ONCE):
+        end = start + _SPANS_AT_ONCE
+        meet = (lows[start:end, None] <= other_highs) & (other_lows <= highs[start:end, None])
+        for row, column in zip(*(found.tolist() for found in np.nonzero(meet))):
+            yield records[start + row], others[column]

@@ -18,7 +18,7 @@ import numpy as np
 
 from . import memory
 from .records import READ_AFTER_WRITE as _READ_AFTER_WRITE, TWO_SIZES, Record as _Record, Rows as _Rows, \
-    bytes_meet_across_widths, rows_apply, rows_conflict
+    bytes_meet_across_widths, rows_apply, rows_conflict, spans_meeting
 
 __all__ = ["StoreLog", "groups_conflict", "commit_groups"]
 
@@ -108,7 +108,7 @@ class StoreLog:
         writes = self.stores + self.atomics
         stores = self.stores
         if len({store.width for store in stores}) > 1:  # by bytes: the marks below match element addresses
-            for store, other in _spans_meeting(stores, stores, _byte_span):
+            for store, other in spans_meeting(stores, stores, _byte_span):
                 if other.width != store.width and _bytes_meet(store, other):
                     return TWO_SIZES
         marks = self._marks = _Marks.of(writes)
@@ -120,12 +120,12 @@ class StoreLog:
             self._ordered = True
         widths = {write.width for write in writes}  # another width's bytes: the rules below match element addresses
         other_widths = [load for load in self.loads if widths - {load.width}]
-        for load, write in _spans_meeting(other_widths, writes, _byte_span):
+        for load, write in spans_meeting(other_widths, writes, _byte_span):
             if load.width != write.width and _bytes_meet(load, write):
                 return _READ_AFTER_WRITE
         if marks is not None:
             return _READ_AFTER_WRITE if any(marks.read_after_write(load) for load in self.loads) else None
-        for load, store in _spans_meeting(self.loads, writes):
+        for load, store in spans_meeting(self.loads, writes):
             if store.same_elements(load):  # each program its own elements: only its own order counts
                 if store.step < load.step:
                     return _READ_AFTER_WRITE
@@ -403,32 +403,6 @@ def _bytes_meet(record, other):
 
 def _apart(span, other):
     return span is None or other is None or span[1] < other[0] or other[1] < span[0]
-
-
-#: How many records ``_spans_meeting`` compares with all the others at once (a boolean each pair).
-_SPANS_AT_ONCE = 1024
-
-
-def _spans_meeting(records, others, span_of=lambda record: record.span()):
-    """The pairs ``(record, other)`` whose spans meet (``span_of``: the elements' by default), record
-    by record and each record's in the order of ``others``: every pair's spans compared in NumPy,
-    where a loop's hundreds of records made the pairs a Python loop (a tenth of a
-    flash-linear-attention test)."""
-    def bounds(items):
-        spans = [(item, span_of(item)) for item in items]
-        kept = [(item, span) for item, span in spans if span is not None]
-        return ([item for item, _ in kept], np.array([span[0] for _, span in kept], np.uint64),
-                np.array([span[1] for _, span in kept], np.uint64))
-
-    records, lows, highs = bounds(records)
-    others, other_lows, other_highs = bounds(others)
-    if not records or not others:
-        return
-    for start in range(0, len(records), _SPANS_AT_ONCE):
-        end = start + _SPANS_AT_ONCE
-        meet = (lows[start:end, None] <= other_highs) & (other_lows <= highs[start:end, None])
-        for row, column in zip(*(found.tolist() for found in np.nonzero(meet))):
-            yield records[start + row], others[column]
 
 
 def _storers_and_loaders(store, load):
