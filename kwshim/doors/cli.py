@@ -36,7 +36,8 @@ def main(argv=None):
         usage="kwshim run " + " ".join(f"[{field.flag()}]" if field.is_switch else f"[{field.flag()} {_metavar(field)}]"
                                        for field in FIELDS) + " (SCRIPT | DIRECTORY | -m MODULE) [ARGS ...]",
         formatter_class=argparse.RawDescriptionHelpFormatter,
-        description="Run SCRIPT (a DIRECTORY's __main__.py, or MODULE) as python would, with the switch on: every interpreted kernel binds\n"
+        description="Run SCRIPT (a DIRECTORY's __main__.py, or MODULE) as python would, with the switch on: "
+                    "every interpreted kernel binds\n"
                     "its launches as under @kwsafe and every autotuner tunes on the CPU. Sets TRITON_INTERPRET=1\n"
                     "when it is unset. ARGS, everything after SCRIPT or MODULE ('--' included), are the target's.",
         epilog="autotune policies:\n" + "".join(f"  {name:<7} {meaning}\n" for name, meaning in POLICIES.items()))

@@ -218,7 +218,8 @@ def render(report):
 
 def _arithmetic_line(engine):
     if engine == "numba":
-        return f"arithmetic  compiled by numba {_version('numba')}: large blocks' fused multiply-adds, fp32 sums and cumsums (kwshim[fast])"
+        return (f"arithmetic  compiled by numba {_version('numba')}: large blocks' fused multiply-adds, fp32 sums "
+                f"and cumsums (kwshim[fast])")
     if engine == "numpy":
         return "arithmetic  NumPy (pip install 'kwshim[fast]' compiles the fused multiply-add: the same bits)"
     return "arithmetic  none (NumPy is not installed)"
