@@ -25,6 +25,7 @@ def out():
 #: (``measure/matrix.py``). A plain ``pytest`` runs them with the rest.
 RELEASE_INDEPENDENT = (
     "tests/test_architecture.py::",
+    "tests/test_matrix.py::",
     "tests/test_settings.py::",
     "tests/test_typing.py::",
     "tests/test_check.py::",
@@ -64,7 +65,7 @@ RELEASE_INDEPENDENT = (
     "tests/test_runner.py::test_kwshim_run_without_triton_says_so_in_one_line_with_status_2",
     "tests/test_compiled.py::test_the_engine_is_numba_exactly_where_numba_imports",
     "tests/test_compiled.py::test_the_compiled_fma_rounds_as_the_numpy_fma",
-    "tests/test_compiled.py::test_the_compiled_exp_and_exp2_compute_the_numpy_models_bits",
+    "tests/test_compiled.py::test_exp_and_exp2_chunk_by_chunk_give_whole_array_passes_bits_and_the_c_librarys",
     "tests/test_compiled.py::test_the_compiled_lane_sum_adds_as_the_numpy_lane_order",
     "tests/test_compiled.py::test_the_compiled_lane_scan_adds_as_the_numpy_lane_order",
     "tests/test_compiled.py::test_compiled_bf16_rounding_",
