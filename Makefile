@@ -4,7 +4,8 @@
 PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
-# `make test-quick` runs the suite under these releases only: the seed's release and the newest.
+# `make test-quick` runs the suite under these releases only: the seed's release and the newest (writing
+# bytecode, as measure/matrix.py's rows do, whatever PYTHONDONTWRITEBYTECODE says).
 TEST_TRITONS ?= 3.0.0 3.9.0
 DEMO_TRITON ?= 3.0.0
 PYTEST_ARGS ?=
@@ -56,7 +57,7 @@ matrix: venv docs
 test-quick: venv $(foreach v,$(TEST_TRITONS),.triton/$(v)/.installed)
 	@status=0; for v in $(TEST_TRITONS); do \
 	  echo "=== Triton $$v (CPU interpreter)"; \
-	  TRITON_INTERPRET=1 PYTHONPATH=.triton/$$v $(PY) -m pytest -q -p no:cacheprovider -n auto $(PYTEST_ARGS) || status=1; \
+	  env -u PYTHONDONTWRITEBYTECODE TRITON_INTERPRET=1 PYTHONPATH=.triton/$$v $(PY) -m pytest -q -p no:cacheprovider -n auto $(PYTEST_ARGS) || status=1; \
 	done; exit $$status
 
 # Real libraries' own tests, classified, the device column held to the H200's outcomes
