@@ -128,6 +128,9 @@ def operands(*arrays):
 
 def broadcast_shape(shapes):
     """The shape ``shapes`` broadcast to (ValueError where they do not), as ``np.broadcast_shapes``."""
+    first = shapes[0]
+    if all(shape == first for shape in shapes):  # the common case, at a comparison's cost
+        return tuple(first)
     ndim = max(len(shape) for shape in shapes)
     padded = [(1,) * (ndim - len(shape)) + tuple(shape) for shape in shapes]
     common = []

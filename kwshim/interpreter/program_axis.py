@@ -167,7 +167,7 @@ class ProgramAxisOperations:
         steps = np.multiply(offset.data, width, dtype=np.int64)
         bases = ptr.data.view(np.int64)
         TensorHandle = _interpreter().TensorHandle
-        if bases.shape == steps.shape or memory.broadcast_shape([steps.shape, bases.shape]) == steps.shape:
+        if memory.broadcast_shape([steps.shape, bases.shape]) == steps.shape:
             return TensorHandle(np.add(bases, steps, out=steps).view(np.uint64), ptr.dtype)
         return TensorHandle((bases + steps).view(np.uint64), ptr.dtype)
 
