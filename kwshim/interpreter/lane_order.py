@@ -43,6 +43,7 @@ rounded product is added. That is every measured row: 96 in fp32, 512 in fp16 an
 """
 
 import functools
+import math
 
 import numpy as np
 
@@ -190,10 +191,10 @@ def sum_of_products(product, layout):
     loop; None where that loop does not run (then the product's data is what ``reduce_in_lanes``
     reads: ``deferred_arithmetic``)."""
     x, y = product
-    shape = np.broadcast_shapes(x.shape, y.shape)
+    shape = x.shape if x.shape == y.shape else np.broadcast_shapes(x.shape, y.shape)
     if x.dtype != np.float32 or y.dtype != np.float32:
         return None
-    kernel = compiled.lane_sum_for(int(np.prod(shape)))
+    kernel = compiled.lane_sum_for(math.prod(shape))
     if kernel is None:
         return None
     return _compiled_sum(kernel, shape, product, _threads(shape[-1], layout))
@@ -206,7 +207,8 @@ def _compiled_sum(kernel, shape, product, held_shape, values=None):
     if product is None:
         x = y = np.ascontiguousarray(values.reshape(-1, rows))
     else:
-        x, y = (np.ascontiguousarray(np.broadcast_to(f, shape).reshape(-1, rows), np.float32) for f in product)
+        x, y = (np.ascontiguousarray((f if f.shape == shape else np.broadcast_to(f, shape)).reshape(-1, rows),
+                                     np.float32) for f in product)  # NumPy's shape helpers: half a small sum's time
     out = np.empty(x.shape[0], np.float32)
     kernel(x, y, *held_shape, product is not None, out)
     return out.reshape(shape[:-1])
