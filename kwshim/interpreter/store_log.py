@@ -109,7 +109,7 @@ class StoreLog:
         stores = self.stores
         if len({store.width for store in stores}) > 1:  # by bytes: the marks below match element addresses
             for store, other in spans_meeting(stores, stores, _byte_span):
-                if other.width != store.width and _bytes_meet(store, other):
+                if other.width < store.width and _bytes_meet(store, other):  # each pair once: it is symmetric
                     return TWO_SIZES
         marks = self._marks = _Marks.of(writes)
         if marks is None or marks.mixed:
