@@ -190,6 +190,30 @@ def test_a_helper_patches_the_language_again_only_for_a_module_the_launch_s_patc
         assert made.count("_scaled") == 4 * (3 if grid == "sequential" else 1)
 
 
+@triton.jit
+def row_sum(x_ptr, out_ptr, N: tl.constexpr):
+    tl.store(out_ptr, tl.sum(tl.load(x_ptr + tl.arange(0, N)), axis=0))
+
+
+@needs_block_loads
+@pytest.mark.parametrize("grid", ["sequential", "batched"])
+def test_a_helper_s_patch_of_another_module_is_undone_with_the_launch_s(grid):
+    """``tl.sum``'s module names ``triton.language.core``, which a kernel naming ``tl`` alone leaves out
+    of its launch's patch: the helper's patch of it was never undone (the interpreter keeps no scope
+    of a helper's), so ``x + tl.arange(...)`` in a kernel compiled after it met the interpreter's
+    builtins ("'block_argument' object has no attribute 'dtype'")."""
+    from triton.runtime import interpreter
+
+    if not hasattr(interpreter, "_LangPatchScope"):
+        pytest.skip("this release's interpreter undoes no launch's patch of triton.language (3.0-3.5)")
+    x, out = torch.arange(16.0), torch.zeros(1)
+    with kwshim.activate(grid=grid):
+        before = dict(vars(tl.core))  # the switch's own patches in place (tl.map_elementwise)
+        row_sum[(1,)](x, out, N=16)
+        assert [name for name, value in before.items() if vars(tl.core).get(name) is not value] == []
+    assert out.item() == 120.0
+
+
 def _closing_kernel(scale):
     """A kernel that closes over a jitted helper and a number, as Triton's own tests define kernels."""
 

@@ -6,7 +6,8 @@ launch (``replay``) runs no front end, so it needs none. While the switch is on,
 ``_patch_lang`` is deferred (``DeferredLanguage``); the grid seam (``programs``) makes it before
 anything that runs Triton's Python: the body, the loop, a grid callable. A jitted helper's
 ``_patch_lang`` is left out where the launch's patch in place covers its modules (3.6 on), else made
-at once, as before.
+at once and undone with the launch's (the interpreter undoes no helper's: ``triton.language.core``
+stayed patched after a ``tl.sum``, and a kernel compiled later failed).
 
 The patch reaches ``triton.language``'s modules, not other names for their functions: a kernel that
 calls a builtin through a global of its own (flash-linear-attention's ``gather = tl.gather``) finds
@@ -46,6 +47,11 @@ _PENDING = threading.local()
 #: The modules (``triton.language``, ``triton.language.core``) a launch's patch now in place covers,
 #: from its making to its undoing; empty where none is, or where the release cannot undo one.
 _COVERED: Set[int] = set()
+#: The scopes of helpers' patches of modules the launch's left out, undone with the launch's: the
+#: interpreter keeps none of a helper's (``tl.sum``'s module names ``triton.language.core``), so
+#: ``triton.language.core`` stayed patched for good, and a kernel compiled after it met the
+#: interpreter's builtins.
+_HELPERS: list = []
 
 
 def _languages(fn) -> Set[int]:
@@ -64,6 +70,8 @@ class _Covering:
 
     def restore(self):
         _COVERED.clear()
+        while _HELPERS:
+            _HELPERS.pop().restore()
         self._scope.restore()
 
 
@@ -90,8 +98,9 @@ def deferring_patch_lang(patch_lang):
         languages = _languages(fn)  # a helper's call: the interpreter keeps no scope of it
         if languages <= _COVERED:
             return None
-        scope = patch_lang(fn)  # another module: patched, and left so until the launch's patch is undone
+        scope = patch_lang(fn)  # another module: patched until the launch's patch is undone
         _COVERED.update(languages)
+        _HELPERS.append(scope)
         return scope
 
     return _patch_lang
