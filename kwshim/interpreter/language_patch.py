@@ -6,8 +6,8 @@ launch (``replay``) runs no front end, so it needs none. While the switch is on,
 ``_patch_lang`` is deferred (``DeferredLanguage``); the grid seam (``programs``) makes it before
 anything that runs Triton's Python: the body, the loop, a grid callable. A jitted helper's
 ``_patch_lang`` is left out where the launch's patch in place covers its modules (3.6 on), else made
-at once and undone with the launch's (the interpreter undoes no helper's: ``triton.language.core``
-stayed patched after a ``tl.sum``, and a kernel compiled later failed).
+at once and undone at the batch's or the launch's end (the interpreter undoes no helper's:
+``triton.language.core`` stayed patched after a ``tl.sum``, and a kernel compiled later failed).
 
 The patch reaches ``triton.language``'s modules, not other names for their functions: a kernel that
 calls a builtin through a global of its own (flash-linear-attention's ``gather = tl.gather``) finds
@@ -21,8 +21,8 @@ import sys
 import threading
 from typing import Any, List, Set, Tuple
 
-__all__ = ["DeferredLanguage", "deferring_patch_lang", "defer_language", "deferred_language", "reached_globals",
-           "builtin_alias_swaps", "front_end_keyword", "front_end"]
+__all__ = ["DeferredLanguage", "deferring_patch_lang", "defer_language", "deferred_language", "undo_helpers",
+           "reached_globals", "builtin_alias_swaps", "front_end_keyword", "front_end"]
 
 
 class DeferredLanguage:
@@ -47,10 +47,9 @@ _PENDING = threading.local()
 #: The modules (``triton.language``, ``triton.language.core``) a launch's patch now in place covers,
 #: from its making to its undoing; empty where none is, or where the release cannot undo one.
 _COVERED: Set[int] = set()
-#: The scopes of helpers' patches of modules the launch's left out, undone with the launch's: the
-#: interpreter keeps none of a helper's (``tl.sum``'s module names ``triton.language.core``), so
-#: ``triton.language.core`` stayed patched for good, and a kernel compiled after it met the
-#: interpreter's builtins.
+#: ``(scope, modules)`` of each helper's patch of modules the launch's left out (``tl.sum``'s module
+#: names ``triton.language.core``): the interpreter keeps no scope of a helper's, so such a module
+#: stayed patched for good, and a kernel compiled after it met the interpreter's builtins.
 _HELPERS: list = []
 
 
@@ -69,10 +68,19 @@ class _Covering:
         _COVERED.update(covered)
 
     def restore(self):
+        undo_helpers()
         _COVERED.clear()
-        while _HELPERS:
-            _HELPERS.pop().restore()
         self._scope.restore()
+
+
+def undo_helpers():
+    """Undo the helpers' patches of modules the launch's patch leaves out (last first), where they
+    were made: at a batch's end (``programs``), before the batch's own entries (``tl.range``) are put
+    back, and at the launch's end for the rest."""
+    while _HELPERS:
+        scope, languages = _HELPERS.pop()
+        scope.restore()
+        _COVERED.difference_update(languages)
 
 
 def _patched(patch_lang, fn):
@@ -98,9 +106,9 @@ def deferring_patch_lang(patch_lang):
         languages = _languages(fn)  # a helper's call: the interpreter keeps no scope of it
         if languages <= _COVERED:
             return None
-        scope = patch_lang(fn)  # another module: patched until the launch's patch is undone
+        scope = patch_lang(fn)  # another module: patched until ``undo_helpers``
+        _HELPERS.append((scope, languages - _COVERED))
         _COVERED.update(languages)
-        _HELPERS.append(scope)
         return scope
 
     return _patch_lang

@@ -329,7 +329,7 @@ def _batch(fn, args, grid, first, count, launch_key=None, make_language=_nothing
     whose stores are written, and undone where the run raises) and whether a trace was replayed.
     ``hint``: the value of a group of programs (``program_groups``), whose traces are tried first."""
     from ..patching import Patch
-    from . import own_writes, program_axis, program_range, reductions
+    from . import language_patch, own_writes, program_axis, program_range, reductions
     from .store_log import StoreLog
 
     builder = _builder()
@@ -370,6 +370,7 @@ def _batch(fn, args, grid, first, count, launch_key=None, make_language=_nothing
             patch.set(owner, name, value if recorder is None else replay.recording_class(value))
         for owner, name, value in program_axis.tensor_entries() + program_range.range_entries(fn):
             patch.set(owner, name, value)
+        patch.on_undo(language_patch.undo_helpers)  # made under the entries above: undone before them
         if recorder is not None:
             patch.set(*replay.handle_truth_entry())
             replay.start(recorder)
