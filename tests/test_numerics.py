@@ -231,6 +231,29 @@ def test_fp16_atomic_add_of_a_2d_block_adds_in_order_and_returns_what_it_found(g
     assert torch.equal(old, torch.stack([torch.zeros(8, dtype=torch.float16), x[0::2]], dim=1).reshape(-1))
 
 
+@triton.jit
+def atomics_of_column_sums(acc_ptr, old_ptr, x_ptr, N: tl.constexpr):
+    """Triton's own ``test_tensor_atomic_rmw``: a block's column sums added atomically, and a
+    compare-and-swap of them; both operands a reduction's row."""
+    i = tl.arange(0, N)
+    sums = tl.sum(tl.load(x_ptr + i[:, None] * N + i[None, :]), axis=0)
+    tl.atomic_add(acc_ptr + i, sums)
+    tl.store(old_ptr + i, tl.atomic_cas(acc_ptr + N + i, sums - sums, sums))
+
+
+@needs_gpu_arithmetic
+@pytest.mark.parametrize("grid", ["sequential", "batched"])
+def test_atomics_take_a_reduction_s_row_as_its_elements(grid):
+    """The native atomics of 3.0-3.5 read their operands' memory as if it were contiguous: the
+    column sums of a 2x2 block, a strided row of kwshim's reduction, were added as [5, 4], not
+    [5, 10] (the bare interpreter's sums are contiguous)."""
+    x = torch.tensor([[1.0, 2.0], [4.0, 8.0]])
+    acc, old = torch.zeros(4), torch.full((2,), -1.0)
+    with kwshim.activate(grid=grid):
+        atomics_of_column_sums[(1,)](acc, old, x, N=2)
+    assert acc.tolist() == [5.0, 10.0, 5.0, 10.0] and old.tolist() == [0.0, 0.0]
+
+
 @needs_gpu_arithmetic
 @pytest.mark.parametrize("grid", ["sequential", "batched"])
 def test_a_float_exchange_moves_bits_and_a_compare_and_swap_compares_bits_as_the_h100_does(grid):

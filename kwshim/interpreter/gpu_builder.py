@@ -192,7 +192,7 @@ def gpu_builder_class(base):
                 if read is None else read
 
         def create_atomic_rmw(self, rmwOp, ptr, val, mask, sem, scope):
-            mask = predicate(mask)
+            ptr, val, mask = (_contiguous(handle) for handle in (ptr, val, predicate(mask)))
             if rmwOp == xchg and val.data.dtype.kind == "f":  # fp32, fp64: the native exchange takes
                 integers = np.dtype(f"int{val.data.dtype.itemsize * 8}")  # integers alone; a GPU moves bits
                 old = base.create_atomic_rmw(self, rmwOp, ptr, TensorHandle(val.data.view(integers), val.dtype.scalar),
@@ -205,6 +205,17 @@ def gpu_builder_class(base):
                         "only bf16 and fp16 atomic_add are")
             return TensorHandle(_atomic_add(interpreter._interpreter, ptr.data, val.data, mask.data),
                                 val.dtype.scalar)
+
+        def create_atomic_cas(self, ptr, cmp, val, *rest):
+            return base.create_atomic_cas(self, _contiguous(ptr), _contiguous(cmp), _contiguous(val), *rest)
+
+    def _contiguous(handle):
+        """``handle`` with C-contiguous data: the native atomics (3.0-3.5) read their operands' memory
+        as if it were, so a strided row (a reduction's, of a block's columns) gave them other elements."""
+        data = handle.data
+        if not isinstance(data, np.ndarray) or data.flags.c_contiguous:
+            return handle
+        return TensorHandle(np.ascontiguousarray(data), handle.dtype)
 
     def all_ones_by_zero(operation):
         """``operation`` (integer ``//`` or ``%``) giving all ones where the divisor is 0. A 64-bit
