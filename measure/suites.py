@@ -391,8 +391,11 @@ def _summary(release, columns, totals, h200):
     bare = totals.get(("bare", "sequential"))
     for (mode, grid), total in totals.items():
         if bare is not None and mode != "bare":
+            lost = sorted(node for node, outcome in bare["outcomes"].items()
+                          if outcome == "passed" and total["outcomes"].get(node) != "passed")
             lines.append(f"**Triton {release}, {HEADINGS[mode]} (grid {grid}) against bare**: {total['passed']} "
-                         f"passed, against {bare['passed']} bare.")
+                         f"passed, against {bare['passed']} bare; passing bare and not here: {len(lost)}"
+                         + (f" ({', '.join(lost)})" if lost else "") + ".")
     for mode in ("kwshim", "device"):
         grids = [grid for m, grid in totals if m == mode]
         for grid in grids[1:]:

@@ -1,0 +1,20 @@
+"""The headline lines ``make suites`` writes (``measure/suites.py``): a kwshim column is held to the
+bare interpreter test by test, not only in its counts."""
+
+from measure import suites
+
+
+def _column(outcomes):
+    passed = sum(outcome == "passed" for outcome in outcomes.values())
+    return {"passed": passed, "failed": len(outcomes) - passed, "skipped": 0, "classes": {}, "outcomes": outcomes,
+            "seconds": 1.0}
+
+
+def test_a_kwshim_column_names_each_test_that_passes_bare_and_not_under_it():
+    totals = {("bare", "sequential"): _column({"t::a": "passed", "t::b": "passed", "t::c": "failed"}),
+              ("kwshim", "batched"): _column({"t::a": "passed", "t::b": "failed", "t::c": "passed"}),
+              ("device", "batched"): _column({"t::a": "passed", "t::b": "passed", "t::c": "passed"})}
+    lines = suites._summary("3.0.0", list(totals), totals, {})
+    against = [line for line in lines if "against bare" in line]
+    assert against[0].endswith("2 passed, against 2 bare; passing bare and not here: 1 (t::b).\n")
+    assert against[1].endswith("3 passed, against 2 bare; passing bare and not here: 0.\n")
