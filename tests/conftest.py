@@ -26,6 +26,7 @@ def out():
 RELEASE_INDEPENDENT = (
     "tests/test_architecture.py::",
     "tests/test_matrix.py::",
+    "tests/test_suites_summary.py::",
     "tests/test_settings.py::",
     "tests/test_typing.py::",
     "tests/test_check.py::",
