@@ -36,7 +36,7 @@ from collections import OrderedDict
 from . import program_axis, replay_code, special_registers
 from .specialization import constant_types as _constant_types, key
 from .steps import (BUILDER, DIVERGED, OPERATION_NAMES, Folded, Guard, SequenceOf, Slot, TensorOf, foldable,
-                    only_a_type, slots_in)
+                    merged, only_a_type, slots_in)
 
 __all__ = ["Miss", "DIVERGED", "Recorder", "Trace", "key", "traces", "keep", "seen_before", "clear",
            "tracing_builder_class", "recording_class", "recorded", "recording"]
@@ -256,7 +256,7 @@ class Trace:
         #: the launch's num_warps where the body read it (a constant of the steps), else any
         self.warps = special_registers.launch_warps if special_registers.warps_reads != recorder.warps_reads \
             else _ANY_WARPS
-        recorded = [step for step in recorder.steps if type(step) is Guard or not only_a_type(step, step[4])]
+        recorded = merged([step for step in recorder.steps if type(step) is Guard or not only_a_type(step, step[4])])
         last = {}
         for number, step in enumerate(recorded):
             if type(step) is Guard:

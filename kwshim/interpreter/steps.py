@@ -7,18 +7,26 @@ object (anything else is a constant); ``out`` says which slots the result fills,
 which slots the replay lets go after the step (while a ``Recorder`` records, that place holds the
 slots the step reads instead: the trace turns them into releases). A ``Guard`` is a step that reads
 a slot's value back into Python. A ``Folded`` step makes a handle from constants alone: the same
-handle every replay.
+handle every replay. A step that repeats an earlier one (``merged``) is left out, and what read its
+slot reads the earlier one's.
 """
 
+import struct
 import types
 
 from . import batching_rules
 
 __all__ = ["Slot", "TensorOf", "SequenceOf", "BUILDER", "DIVERGED", "Guard", "Folded", "foldable", "only_a_type",
-           "slots_in", "OPERATION_NAMES", "operation_name"]
+           "slots_in", "OPERATION_NAMES", "operation_name", "merged"]
 
 #: Operations on a block's shape that read nothing but their operands (``program_axis``'s).
 _SHAPES = ("create_splat", "create_make_range", "create_expand_dims", "create_broadcast")
+#: Operations besides the element-wise and the shapes whose handle depends on their arguments alone
+#: (and on the launch: its program ids), so that two with the same arguments make the same handle.
+_REPEATABLE = ("create_addptr", "create_get_program_id", "create_unsplat", "create_reshape", "create_trans",
+               "create_cat", "create_join")
+#: Triton's types, told apart by what they print and their address space (3.0's are unhashable).
+_TYPES = ("dtype", "block_type", "pointer_type", "const_pointer_type")
 #: Adds and subtracts that may contract with a product into one fma: whether they do is the launch's
 #: own option (``enable_fp_fusion``), so they are made each time.
 _CONTRACTING = ("create_fadd", "create_fsub")
@@ -156,3 +164,75 @@ def foldable(step, used, constants):
     if isinstance(step, Guard) or type(step[3]) is not Slot or step[1][:1] != (BUILDER,):
         return False
     return _foldable_kind(step[0]) and all(slot in constants for slot in used)
+
+
+@_by_name
+def _repeatable(name):
+    kind = batching_rules.rule(name)
+    if name.startswith("get_"):  # a constant (``get_int64``); a type makes no handle (``only_a_type``)
+        return kind == batching_rules.UNIFORM
+    return name.startswith("create_") and (kind == batching_rules.ELEMENT_WISE or name in _SHAPES or
+                                           name in _REPEATABLE)
+
+
+def merged(steps):
+    """``steps`` (a recording's: ``(function, arguments, keywords, out, used)`` and guards) without
+    the repeats of an operation whose handle depends on its arguments alone (``_repeatable``): each
+    later step reads the first one's slot instead. A body makes many twice (each pass over a row
+    makes its pointers and mask again, and splats a scalar each time it meets a block): a replay
+    makes them once, as a compiler's common subexpression elimination does."""
+    names, first, kept = {}, {}, []
+    for step in steps:
+        if type(step) is Guard:
+            kept.append(Guard(step.read, names.get(step.index, step.index), step.value, step.release))
+            continue
+        function, arguments, keywords, out, used = step
+        if names:
+            arguments = tuple([_renamed(argument, names) for argument in arguments])
+            keywords = {name: _renamed(value, names) for name, value in keywords.items()}
+            used = [names.get(slot, slot) for slot in used]
+        if type(out) is Slot and _repeatable(function):
+            key = (function, _key(arguments), _key(keywords))
+            if key in first:
+                names[out.index] = first[key]
+                continue
+            first[key] = out.index
+        kept.append((function, arguments, keywords, out, used))
+    return kept
+
+
+def _renamed(template, names):
+    kind = type(template)
+    if kind is Slot:
+        return Slot(names[template.index]) if template.index in names else template
+    if kind is TensorOf:
+        return TensorOf(names.get(template.index, template.index), template.type, template.kind)
+    if kind is SequenceOf:
+        return SequenceOf(template.kind, [_renamed(item, names) for item in template.items])
+    return template
+
+
+def _key(value):
+    """What tells ``value`` (an argument's template, or a constant in one) from another: a slot's
+    number, a constant's type and value (a float's bits: 0.0 is not -0.0), a Triton type's text, and
+    any other object itself."""
+    kind = type(value)
+    if kind is Slot:
+        return (Slot, value.index)
+    if kind is TensorOf:
+        return (TensorOf, value.index, _key(value.type), value.kind)
+    if kind is SequenceOf:
+        return (SequenceOf, value.kind, _key(value.items))
+    if kind is tuple or kind is list:
+        return (kind,) + tuple([_key(item) for item in value])
+    if kind is dict:
+        return (dict,) + tuple([(name, _key(item)) for name, item in value.items()])
+    if kind is float:
+        return (float, struct.pack("<d", value))
+    if value is None or kind is bool or kind is int or kind is str:
+        return (kind, value)
+    if kind.__name__ in _TYPES and kind.__module__.startswith("triton."):
+        return (kind, str(value), getattr(value, "address_space", None), getattr(value, "const", None))
+    if kind.__name__ == "constexpr" and kind.__module__.startswith("triton."):
+        return (kind, _key(value.value))
+    return (object, id(value))  # the same object (the step holds it: its id is not reused)
