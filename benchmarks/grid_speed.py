@@ -17,13 +17,17 @@ date and the machine. Batched and batched without the extra run alternately, run
 switch (which keeps its traces while it is on), then torch and the floor, alternately; each keeps
 only its last result alive, as a training loop does. Small blocks (the 2-row launches) take
 ``kwshim[fast]``'s compiled loops from the start, as a process that has run them long enough does
-(``compiled.load_for_small_blocks``; the "no fast" column runs NumPy's code).
+(``compiled.load_for_small_blocks``; the "no fast" column runs NumPy's code). The "launches" column
+is the batched run's time inside the kernels' launches alone (``kernel[grid](...)``, call to return),
+without Liger's own host code around them (its allocations and checks, torch's autograd): a 2-row
+launch is what the floor is held to.
 """
 
 import argparse
 import contextlib
 import os
 import statistics
+import sys
 import time
 
 os.environ["TRITON_INTERPRET"] = "1"
@@ -116,6 +120,38 @@ def _softmax_backward_floor(x):
     return y * (dy - (dy * y).sum(axis=1, keepdims=True))
 
 
+class _LaunchClock:
+    """Seconds spent inside kernel launches, ``kernel[grid](...)`` from the call to its return, while
+    ``timing`` (under the switch, whose own ``__getitem__`` it wraps)."""
+
+    def __init__(self):
+        self.seconds = 0.0
+
+    @contextlib.contextmanager
+    def timing(self):
+        kernel_class = sys.modules["triton.runtime.interpreter"].InterpretedFunction
+        original = kernel_class.__getitem__
+        clock = self
+
+        def __getitem__(kernel, grid):
+            launcher = original(kernel, grid)
+
+            def launch(*args, **kwargs):
+                start = time.perf_counter()
+                try:
+                    return launcher(*args, **kwargs)
+                finally:
+                    clock.seconds += time.perf_counter() - start
+
+            return launch
+
+        kernel_class.__getitem__ = __getitem__
+        try:
+            yield
+        finally:
+            kernel_class.__getitem__ = original
+
+
 def _median(runs, measure):
     """The median of ``runs`` measurements (each a tuple of seconds, None where nothing was timed),
     element by element, and the last run's other results (only the last is kept alive)."""
@@ -129,8 +165,8 @@ def _alternating(runs, *measures):
         for index, measure in enumerate(measures):
             seconds, last[index] = measure()
             times[index].append(seconds)
-    return [(tuple(None if runs_of[0][i] is None else statistics.median(t[i] for t in runs_of) for i in range(2)),
-             last[index]) for index, runs_of in enumerate(times)]
+    return [(tuple(None if runs_of[0][i] is None else statistics.median(t[i] for t in runs_of)
+                   for i in range(len(runs_of[0]))), last[index]) for index, runs_of in enumerate(times)]
 
 
 @contextlib.contextmanager
@@ -162,15 +198,20 @@ def _floor_seconds(floors, inputs):
     return tuple(seconds), None
 
 
-def _forward_backward(function, inputs, device=None):
-    """Seconds for the forward and for the backward, and the outputs and gradients."""
+def _forward_backward(function, inputs, device=None, clock=None):
+    """Seconds for the forward and for the backward (and, with ``clock``, those of each inside the
+    kernels' launches), and the outputs and gradients."""
     leaves = [t.clone().to(device or t.device).requires_grad_(t.is_floating_point()) for t in inputs]
+    launched = clock.seconds if clock else 0.0
     start = time.perf_counter()
     out = function(*leaves)
     middle = time.perf_counter()
+    launched_forward = clock.seconds if clock else 0.0
     out.sum().backward() if out.dim() else out.backward()
     end = time.perf_counter()
-    return (middle - start, end - middle), [out.detach()] + [leaf.grad for leaf in leaves if leaf.grad is not None]
+    launches = (launched_forward - launched, clock.seconds - launched_forward) if clock else ()
+    return (middle - start, end - middle) + launches, \
+        [out.detach()] + [leaf.grad for leaf in leaves if leaf.grad is not None]
 
 
 def _same_bits(a, b):
@@ -195,24 +236,28 @@ def main():
     fast = compiled.engine() == "numba"
     compiled.load_for_small_blocks()  # small blocks too: as a process that has run them long enough
     table = ["| Liger kernel | pass | rows (= programs) | sequential | batched | speed-up | without kwshim[fast] "
-             "| torch (CPU) | NumPy floor | batched / floor | batched - floor | same bits |",
-             "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
+             "| torch (CPU) | NumPy floor | batched / floor | batched - floor | launches | launches - floor "
+             "| same bits |",
+             "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
     device = arguments.device
     settings = {"device": device} if device else {}
     print(f"medians of {arguments.repeats} runs ({arguments.sequential_repeats} sequential); kwshim[fast]: "
           f"{'numba' if fast else 'not installed'}")
     print(f"{'kernel':<19}{'pass':>5}{'rows':>6}{'sequential':>12}{'batched':>11}{'speed-up':>9}{'no fast':>11}"
-          f"{'torch':>10}{'floor':>10}{'batched/floor':>14}{'batched-floor':>14}  same bits")
+          f"{'torch':>10}{'floor':>10}{'batched/floor':>14}{'batched-floor':>14}{'launches':>10}"
+          f"{'launch-floor':>13}  same bits")
     for rows in arguments.rows:
         for name, function, reference, inputs, floors in _cases(rows, arguments.cols):
+            clock = _LaunchClock()
+
             def batched_run():
-                return _forward_backward(function, inputs, device)
+                return _forward_backward(function, inputs, device, clock)
 
             def plain_run():
                 with _without_fast():
                     return batched_run()
 
-            with kwshim.activate(grid="batched", **settings):  # on throughout: its traces are kept while it is
+            with kwshim.activate(grid="batched", **settings), clock.timing():  # on throughout: traces kept
                 batched_run()  # warm: kernels made, autotuned, traced, cached
                 plain_run()
                 (batched, batched_out), (plain, plain_out) = _alternating(arguments.repeats, batched_run, plain_run)
@@ -234,14 +279,17 @@ def main():
                 cells = [name, kind, rows, _milliseconds(sequential[index]),
                          _milliseconds(batched[index]), f"{sequential[index] / batched[index]:.0f}x",
                          _milliseconds(plain[index]), _milliseconds(torch_time[index])]
+                launches = batched[2 + index]
                 if floor[index] is None:
-                    line += f"{'':>10}{'':>14}{'':>14}"
-                    cells += ["", "", ""]
+                    line += f"{'':>10}{'':>14}{'':>14}{launches * 1e3:>8.2f}ms{'':>13}"
+                    cells += ["", "", "", _milliseconds(launches), ""]
                 else:
                     line += (f"{floor[index] * 1e3:>8.2f}ms{batched[index] / floor[index]:>13.1f}x"
-                             f"{(batched[index] - floor[index]) * 1e3:>12.2f}ms")
+                             f"{(batched[index] - floor[index]) * 1e3:>12.2f}ms{launches * 1e3:>8.2f}ms"
+                             f"{(launches - floor[index]) * 1e3:>11.2f}ms")
                     cells += [_milliseconds(floor[index]), f"{batched[index] / floor[index]:.1f}x",
-                              _milliseconds(batched[index] - floor[index])]
+                              _milliseconds(batched[index] - floor[index]), _milliseconds(launches),
+                              _milliseconds(launches - floor[index])]
                 print(line + f"  {same}")
                 table.append("| " + " | ".join(str(cell) for cell in cells + [same]) + " |")
     reasons = grid_module.fallback_reasons()
@@ -249,8 +297,6 @@ def main():
     for kernel, reason in sorted(reasons.items()):
         print(f"  {kernel}: {reason}")
     if arguments.page:
-        import sys
-
         sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "measure"))
         import evidence
 
