@@ -327,6 +327,32 @@ def test_the_probe_finds_an_operation_that_only_hands_a_ufunc_to_binary_op():
     assert _binary_ufunc(lambda self, lhs, rhs: lhs.data) is None
 
 
+def test_a_handle_made_without_its_constructor_holds_what_the_constructor_s_holds():
+    import triton.language as tl
+    from triton.runtime.interpreter import TensorHandle
+
+    from kwshim.compat import handle_maker
+
+    data = np.arange(3, dtype=np.float32)
+    made, built = handle_maker(TensorHandle)(data, tl.float32), TensorHandle(data, tl.float32)
+    assert type(made) is TensorHandle and vars(made) == vars(built) and made.data is data
+    if "attr" in vars(built):  # 3.0 on (2.x's handle holds its data and type alone: the constructor)
+        assert made.attr is not handle_maker(TensorHandle)(data, tl.float32).attr  # each its own
+
+    class Slotted:
+        __slots__ = ("data", "dtype", "attr")
+
+        def __init__(self, data, dtype):
+            self.data, self.dtype, self.attr = data, dtype, {}
+
+    class Checked(TensorHandle):  # a constructor that keeps more than the three fields: used as it is
+        def __init__(self, data, dtype):
+            super().__init__(data, dtype)
+            self.checked = True
+
+    assert handle_maker(Slotted) is Slotted and handle_maker(Checked) is Checked
+
+
 @needs_gpu_arithmetic
 def test_fp8_is_refused_on_both_paths_the_builder_takes():
     from kwshim.errors import UncompilableError

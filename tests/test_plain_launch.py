@@ -79,6 +79,16 @@ def test_a_plain_launch_is_bound_in_the_interpreter_s_order_and_types(args, kwar
     assert _described(again) == _described(bound)
     handles = [(value.handle, again[name].handle) for name, value in bound.items() if isinstance(value, tl.core.tensor)]
     assert handles and all(first is not second for first, second in handles)  # a trace tags each: never shared
+    fresh = _interpreters_binding(executor, (x, out) + args, kwargs)
+    for name, value in again.items():  # a tensor given the first one's fields: what the constructor makes
+        if isinstance(value, tl.core.tensor):
+            assert _fields(value) == _fields(fresh[name])
+            assert value.handle.attr == {} and type(value.handle) is type(fresh[name].handle)
+
+
+def _fields(tensor):
+    return (type(tensor), str(tensor.type), str(tensor.dtype), repr(tensor.shape), repr(tensor.numel),
+            sorted(vars(tensor)))
 
 
 class _Wrapper:

@@ -11,7 +11,7 @@ from .classes import import_triton, kernel_classes
 __all__ = ["compiler_accepts", "pristine_interpreter_methods", "interpreter_shares_launch_state",
            "interpreter_restores_patches", "run_requires_warmup", "injected_keywords", "binary_ufunc",
            "native_masked_load", "native_masked_store", "dot_scaled_reads_constexpr_formats",
-           "block_pointer_masks_below_zero", "launched_function"]
+           "block_pointer_masks_below_zero", "launched_function", "handle_maker"]
 
 
 @functools.lru_cache(maxsize=None)
@@ -264,3 +264,28 @@ def launched_function(fn):
     interpreted = getattr(sys.modules.get("triton.runtime.interpreter"), "InterpretedFunction", None)
     rewritten = getattr(interpreted, "rewritten_fn", None)
     return rewritten.get(fn, fn) if isinstance(rewritten, dict) else fn
+
+
+@functools.lru_cache(maxsize=None)
+def handle_maker(handle_class):
+    """``make(data, dtype)``: a ``handle_class`` (the interpreter's ``TensorHandle``) holding ``data``,
+    ``dtype`` and an empty ``attr``, made without its constructor, whose dataclass ``__init__``,
+    ``__post_init__`` and size check (3.4 on) cost about a microsecond. Where a handle the
+    constructor makes holds anything else, or the class keeps its fields in slots: the constructor."""
+    import numpy as np
+    import triton.language as tl
+
+    try:
+        fields = vars(handle_class(np.zeros(1, np.float32), tl.float32))
+    except Exception:
+        return handle_class
+    if set(fields) != {"data", "dtype", "attr"} or fields["attr"] != {} or hasattr(handle_class, "__slots__"):
+        return handle_class
+    new = object.__new__
+
+    def make(data, dtype):
+        handle = new(handle_class)
+        handle.data, handle.dtype, handle.attr = data, dtype, {}
+        return handle
+
+    return make

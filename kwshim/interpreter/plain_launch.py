@@ -23,6 +23,8 @@ from typing import Dict, Optional
 
 import numpy as np
 
+from .. import compat
+
 __all__ = ["bound", "remembering_init"]
 
 _INTERPRETER = "triton.runtime.interpreter"
@@ -90,15 +92,18 @@ def bound(executor, args_dev, kwargs) -> Optional[dict]:
             for name, value in args.items()}
 
 
-#: (torch dtype) or (int or bool, value) -> (NumPy type, handle type, Triton type, tensor class) of
-#: what ``_implicit_cvt`` made of it: a one-element handle in a ``tl.tensor``. Bounded (``_MOST_MADE``).
+#: (torch dtype) or (int or bool, value) -> (NumPy type, handle type, the tensor's other fields, tensor
+#: class) of what ``_implicit_cvt`` made of it: a one-element handle in a ``tl.tensor``. Bounded
+#: (``_MOST_MADE``).
 _MADE: Dict[object, tuple] = {}
 _MOST_MADE = 4096
 
 
 def _converted(value, tensor_classes, interpreter):
     """``interpreter._implicit_cvt(value)``, made from what it made of the same dtype (a tensor) or
-    value (an int) before: its types are read once, not per launch."""
+    value (an int) before: its types are read once, not per launch, and the ``tl.tensor`` is given
+    the fields the first one's constructor made (3.9's builds a ``tl.tuple`` of its shape, a third
+    of a small launch's binding), a new handle among them."""
     kind = type(value)
     if kind in tensor_classes:
         key, element = value.dtype, value.data_ptr()
@@ -108,14 +113,19 @@ def _converted(value, tensor_classes, interpreter):
         return interpreter._implicit_cvt(value)
     made = _MADE.get(key)
     if made is not None:
-        numpy_type, handle_type, triton_type, tensor = made
-        return tensor(interpreter.TensorHandle(np.array([element], numpy_type), handle_type), triton_type)
+        numpy_type, handle_type, fields, tensor_class = made
+        tensor = object.__new__(tensor_class)
+        tensor.__dict__.update(fields)
+        tensor.handle = compat.handle_maker(interpreter.TensorHandle)(np.array([element], numpy_type), handle_type)
+        return tensor
     result = interpreter._implicit_cvt(value)
     handle = getattr(result, "handle", None)
-    if type(handle) is interpreter.TensorHandle and handle.data.shape == (1,) and handle.data[0] == element:
+    if type(handle) is interpreter.TensorHandle and handle.data.shape == (1,) and handle.data[0] == element \
+            and not hasattr(type(result), "__slots__"):
         if len(_MADE) >= _MOST_MADE:
             _MADE.clear()
-        _MADE[key] = (handle.data.dtype, handle.dtype, result.type, type(result))
+        fields = {name: field for name, field in vars(result).items() if name != "handle"}
+        _MADE[key] = (handle.data.dtype, handle.dtype, fields, type(result))
     return result
 
 
