@@ -84,7 +84,9 @@ def test_only_equal_arguments_merge_a_float_by_its_bits_a_number_by_its_type():
              for number, constant in enumerate([0.0, -0.0, 0.0, 1, 1.0, True, 1], start=1)]
     steps.append(Guard(len, 3, 0))
     steps.append((create_fadd, (BUILDER, Slot(3), Slot(7)), {}, Slot(8), [3, 7]))
+    steps.append((create_fadd, (BUILDER, (Slot(3), 2)), {"other": [Slot(7)]}, Slot(9), [3, 7]))
     kept = merged(steps)
-    assert [step[3].index for step in kept if isinstance(step, tuple)] == [1, 2, 4, 5, 6, 8]
+    assert [step[3].index for step in kept if isinstance(step, tuple)] == [1, 2, 4, 5, 6, 8, 9]
     assert kept[5].index == 1  # the guard reads the first 0.0's slot
     assert [slot.index for slot in kept[6][1][1:]] == [1, 4] and kept[6][4] == [1, 4]
+    assert kept[7][1][1][0].index == 1 and kept[7][2]["other"][0].index == 4  # inside a tuple or list too

@@ -209,6 +209,8 @@ def _renamed(template, names):
         return TensorOf(names.get(template.index, template.index), template.type, template.kind)
     if kind is SequenceOf:
         return SequenceOf(template.kind, [_renamed(item, names) for item in template.items])
+    if kind is tuple or kind is list:  # as ``slots_in`` reads them
+        return kind(_renamed(item, names) for item in template)
     return template
 
 
