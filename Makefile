@@ -14,11 +14,12 @@ PYTEST_ARGS ?=
 
 venv: $(VENV)/.installed
 
-# kwshim with torch (the CPU build), numpy and ml_dtypes (bf16/fp8 as floats): enough for the demo.
+# kwshim with torch (the CPU build), numpy and ml_dtypes (bf16/fp8 as floats), and pytest: enough for
+# the demo and the README's quick start, which runs a suite right after it.
 $(VENV)/.base: setup.cfg setup.py pyproject.toml
-	@echo "== creating $(VENV): kwshim, torch 2.13.0 (CPU build), numpy<2, ml_dtypes (about 700 MB)"
+	@echo "== creating $(VENV): kwshim, torch 2.13.0 (CPU build), numpy<2, ml_dtypes, pytest (about 700 MB)"
 	$(PYTHON) -m venv $(VENV)
-	$(PY) -m pip install --disable-pip-version-check --progress-bar off -e . torch==2.13.0 'numpy>=1.21,<2' 'ml_dtypes>=0.5'
+	$(PY) -m pip install --disable-pip-version-check --progress-bar off -e . torch==2.13.0 'numpy>=1.21,<2' 'ml_dtypes>=0.5' pytest
 	touch $@
 
 # The test toolchain on top (pytest, hypothesis, flake8, mypy, build, twine).

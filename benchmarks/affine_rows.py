@@ -23,7 +23,7 @@ import triton  # noqa: E402
 import triton.language as tl  # noqa: E402
 
 import kwshim  # noqa: E402
-from kwshim.interpreter import replay, rows  # noqa: E402
+from kwshim.batching import replay, rows  # noqa: E402
 
 
 @triton.jit

@@ -15,7 +15,7 @@ import numpy as np
 def main():
     import ml_dtypes
 
-    from kwshim.interpreter import compiled_loops
+    from kwshim.arithmetic import compiled_loops
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--fp16", action="store_true", help="fp32 -> fp16 in place of fp32 -> bf16")

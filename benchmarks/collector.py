@@ -22,7 +22,7 @@ import triton.language as tl  # noqa: E402
 
 import kwshim  # noqa: E402
 import kwshim.interpreter as interpreter_module  # noqa: E402
-from kwshim.interpreter import replay  # noqa: E402
+from kwshim.batching import replay  # noqa: E402
 
 
 @triton.jit

@@ -1,6 +1,6 @@
 """The GPU's arithmetic made fast, side by side in one process against the plain NumPy code: the fused
 multiply-add compiled (numba, ``kwshim[fast]``), ``tl.exp``/``tl.exp2`` chunk by chunk
-(``gpu_arithmetic._through_fp64``) against whole-array passes, and ``tl.exp`` compiled
+(``approximations._through_fp64``) against whole-array passes, and ``tl.exp`` compiled
 (``compiled_loops.ex2_of_exp``) against the chunks, each over 2M fp32 elements; and a batched launch
 of a kernel that multiplies, adds and exponentiates (2048 programs of 1024 fp32 elements), with
 ``kwshim[fast]`` and with the NumPy code. Medians of ``--repeats`` runs, alternating; every fast
@@ -26,9 +26,9 @@ def _median_ms(function, repeats):
 
 
 def functions(repeats, size):
-    from kwshim.interpreter import compiled
-    from kwshim.interpreter.fma import numpy_fma
-    from kwshim.interpreter.gpu_arithmetic import exp_approximation, flushed, flushing_approximation
+    from kwshim.arithmetic import compiled
+    from kwshim.arithmetic.fma import numpy_fma
+    from kwshim.arithmetic.gpu_arithmetic import exp_approximation, flushed, flushing_approximation
 
     rng = np.random.default_rng(0)
     a, b, c = (rng.standard_normal(size).astype(np.float32) for _ in range(3))
@@ -40,7 +40,7 @@ def functions(repeats, size):
     def whole_exp2():
         return flushed(np.exp2(flushed(x).astype(np.float64)).astype(np.float32))
 
-    from kwshim.interpreter import compiled_loops
+    from kwshim.arithmetic import compiled_loops
 
     compiled_exp = compiled_loops.element_wise("ex2_of_exp(@0@)", ("full",))
 
@@ -70,7 +70,7 @@ def launch(repeats, rows):
     import triton.language as tl
 
     import kwshim
-    from kwshim.interpreter import compiled
+    from kwshim.arithmetic import compiled
 
     @triton.jit
     def fused_exp(x_ptr, y_ptr, out_ptr, N: tl.constexpr):
@@ -114,7 +114,7 @@ def main():
     parser.add_argument("--size", type=int, default=2_000_000)
     parser.add_argument("--rows", type=int, default=2048)
     options = parser.parse_args()
-    from kwshim.interpreter import compiled
+    from kwshim.arithmetic import compiled
 
     if compiled.engine() != "numba":
         raise SystemExit("kwshim: numba is not installed: pip install 'kwshim[fast]'")

@@ -19,12 +19,12 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--chunk-bits", type=int, default=24, help="log2 of the inputs per chunk")
     arguments = parser.parse_args()
-    from kwshim.interpreter import compiled
+    from kwshim.arithmetic import compiled
 
     if compiled.engine() != "numba":
         sys.exit("kwshim: numba is not installed (pip install 'kwshim[fast]'): nothing compiled to check")
-    from kwshim.interpreter import compiled_loops
-    from kwshim.interpreter.gpu_arithmetic import exp2_approximation, exp_approximation
+    from kwshim.arithmetic import compiled_loops
+    from kwshim.arithmetic.gpu_arithmetic import exp2_approximation, exp_approximation
 
     chunk = 2 ** arguments.chunk_bits
     failed = False

@@ -20,7 +20,7 @@ import triton  # noqa: E402
 import triton.language as tl  # noqa: E402
 
 import kwshim  # noqa: E402
-from kwshim.interpreter import loop_replay, replay  # noqa: E402
+from kwshim.batching import loop_replay, replay  # noqa: E402
 
 
 @triton.jit

@@ -36,7 +36,7 @@ import numpy as np  # noqa: E402
 import torch  # noqa: E402
 
 import kwshim  # noqa: E402
-from kwshim.interpreter import programs as grid_module  # noqa: E402
+from kwshim.batching import programs as grid_module  # noqa: E402
 
 
 def _cases(rows, cols):
@@ -173,7 +173,7 @@ def _alternating(runs, *measures):
 def _without_fast():
     """The NumPy code where ``kwshim[fast]`` would compile (the fused multiply-add, fp32 lane-order
     sums and cumsums, element-wise expressions): the same bits."""
-    from kwshim.interpreter import compiled
+    from kwshim.arithmetic import compiled
 
     made = compiled.fma_ufunc, compiled.lane_sum_kernel, compiled.lane_scan_kernel, compiled.engine
     compiled.fma_ufunc = compiled.lane_sum_kernel = compiled.lane_scan_kernel = lambda: None
@@ -231,7 +231,7 @@ def main():
     parser.add_argument("--sequential-repeats", type=int, default=1, help="runs of sequential (median)")
     parser.add_argument("--page", help="rewrite the speed table between this page's markers")
     arguments = parser.parse_args()
-    from kwshim.interpreter import compiled
+    from kwshim.arithmetic import compiled
 
     fast = compiled.engine() == "numba"
     compiled.load_for_small_blocks()  # small blocks too: as a process that has run them long enough

@@ -18,7 +18,7 @@ import triton  # noqa: E402
 import triton.language as tl  # noqa: E402
 
 import kwshim  # noqa: E402
-from kwshim.interpreter import programs as grid_module  # noqa: E402
+from kwshim.batching import programs as grid_module  # noqa: E402
 
 
 @triton.jit

@@ -17,7 +17,7 @@ os.environ["TRITON_INTERPRET"] = "1"
 import torch  # noqa: E402
 
 import kwshim  # noqa: E402
-from kwshim.interpreter import plain_launch  # noqa: E402
+from kwshim.batching import plain_launch  # noqa: E402
 
 import grid_speed  # noqa: E402
 

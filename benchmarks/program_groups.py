@@ -22,7 +22,7 @@ import triton  # noqa: E402
 import triton.language as tl  # noqa: E402
 
 import kwshim  # noqa: E402
-from kwshim.interpreter import program_groups, programs, rows  # noqa: E402
+from kwshim.batching import program_groups, programs, rows  # noqa: E402
 from kwshim.patching import Patch  # noqa: E402
 
 

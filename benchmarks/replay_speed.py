@@ -19,7 +19,7 @@ os.environ["TRITON_INTERPRET"] = "1"
 
 
 import kwshim  # noqa: E402
-from kwshim.interpreter import replay  # noqa: E402
+from kwshim.batching import replay  # noqa: E402
 
 import grid_speed  # noqa: E402
 

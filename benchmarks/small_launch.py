@@ -31,7 +31,8 @@ import numpy as np  # noqa: E402
 import torch  # noqa: E402
 
 import kwshim  # noqa: E402
-from kwshim.interpreter import compiled, numpy_quiet, program_axis, records, replay  # noqa: E402
+from kwshim.arithmetic import compiled, numpy_quiet  # noqa: E402
+from kwshim.batching import program_axis, records, replay
 
 
 def _cases():

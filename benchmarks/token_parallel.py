@@ -22,7 +22,7 @@ import triton  # noqa: E402
 import triton.language as tl  # noqa: E402
 
 import kwshim  # noqa: E402
-from kwshim.interpreter import programs  # noqa: E402
+from kwshim.batching import programs  # noqa: E402
 
 
 @triton.jit(do_not_specialize=["T"])

@@ -65,6 +65,7 @@ class Field(NamedTuple):
     default: Any
     help: str
     choices: Tuple[str, ...] = ()
+    kind: Any = None  #: the type of a value where the default does not say it (None: per dtype)
 
     @property
     def is_switch(self) -> bool:
@@ -74,7 +75,7 @@ class Field(NamedTuple):
     @property
     def value_type(self) -> Any:
         """What a door converts a given value with (None: a string, one of ``choices``)."""
-        return None if self.choices or self.is_switch else type(self.default)
+        return None if self.choices or self.is_switch else self.kind or type(self.default)
 
     @property
     def variable(self) -> str:
@@ -89,8 +90,10 @@ class Field(NamedTuple):
 #: Every setting, in ``activate``'s order.
 FIELDS = (
     Field("autotune", "all", "autotune policy for interpreted autotuners (default: all)", tuple(POLICIES)),
-    Field("rtol", 1e-05, "verify: relative tolerance for floating-point tensors (default 1e-05)"),
-    Field("atol", 1e-08, "verify: absolute tolerance for floating-point tensors (default 1e-08)"),
+    Field("rtol", None, "verify: relative tolerance for floating-point tensors (default: per dtype, as "
+          "torch.testing.assert_close picks it: 1.3e-06 fp32, 0.001 fp16, 0.016 bf16)", kind=float),
+    Field("atol", None, "verify: absolute tolerance for floating-point tensors (default: per dtype, as "
+          "torch.testing.assert_close picks it: 1e-05 fp32, fp16 and bf16)", kind=float),
     Field("equal_nan", True, "verify: NaN in the same place agrees; off: it counts as a difference"),
     Field("numerics", "gpu", "arithmetic of interpreted kernels: gpu (as an NVIDIA GPU computes) or ieee "
           "(exactly rounded, to tell a precision problem from a logic bug) (default: gpu)", tuple(NUMERICS)),
@@ -112,8 +115,8 @@ class Settings:
     bad value."""
 
     autotune: str = _DEFAULTS["autotune"]
-    rtol: float = _DEFAULTS["rtol"]
-    atol: float = _DEFAULTS["atol"]
+    rtol: Optional[float] = _DEFAULTS["rtol"]
+    atol: Optional[float] = _DEFAULTS["atol"]
     equal_nan: bool = _DEFAULTS["equal_nan"]
     numerics: str = _DEFAULTS["numerics"]
     grid: str = _DEFAULTS["grid"]
@@ -129,12 +132,14 @@ class Settings:
                 raise TypeError(f"kwshim: {name} must be {what}, not {value!r}")
         for name in ("rtol", "atol"):
             value = getattr(self, name)
-            if not isinstance(value, (int, float)) or isinstance(value, bool):
-                raise TypeError(f"kwshim: {name} must be a number >= 0, not {value!r}")
+            if value is not None and (not isinstance(value, (int, float)) or isinstance(value, bool)):
+                raise TypeError(f"kwshim: {name} must be a number >= 0 (or None: per dtype), not {value!r}")
         if self.autotune not in POLICIES:
             raise ValueError(f"kwshim: unknown autotune policy {self.autotune!r}; choose one of {', '.join(POLICIES)}")
         for name in ("rtol", "atol"):
             value = getattr(self, name)
+            if value is None:
+                continue
             if not value >= 0:
                 raise ValueError(f"kwshim: {name} must be a number >= 0, not {value!r}")
             object.__setattr__(self, name, float(value))
@@ -147,13 +152,13 @@ class Settings:
         if self.device == "none":
             object.__setattr__(self, "device", None)
         if self.device is not None and self.device not in DEVICES:
-            raise ValueError(f"kwshim: unknown device {self.device!r}; choose None or one of "
-                             f"{', '.join(d for d in DEVICES if d != 'none')}")
+            raise ValueError(f"kwshim: unknown device {self.device!r}; choose one of {', '.join(DEVICES)} "
+                             f"(or None, which is none)")
 
     def describe(self) -> str:
         """Every setting as ``name=value``, for a header or a log line."""
         values = ((field.name, getattr(self, field.name)) for field in FIELDS)
-        return ", ".join(f"{name}={'none' if value is None else value}" for name, value in values)
+        return ", ".join(f"{name}={_described(name, value)}" for name, value in values)
 
     def __repr__(self):
         return (f"Settings({self.autotune!r}, rtol={self.rtol}, atol={self.atol}, equal_nan={self.equal_nan}, "
@@ -174,6 +179,26 @@ def in_force() -> Settings:
     return activations[-1].settings if activations else DEFAULT
 
 
+def _described(name, value) -> str:
+    if value is None:
+        return "per-dtype" if name in ("rtol", "atol") else "none"
+    return str(value)
+
+
+#: The tolerances ``torch.testing.assert_close`` picks for a dtype (its ``_DTYPE_PRECISIONS``), by
+#: dtype name: (rtol, atol). A dtype not listed (fp8, integers) compares exactly, as there.
+DTYPE_TOLERANCES = {"float16": (0.001, 1e-05), "bfloat16": (0.016, 1e-05), "float32": (1.3e-06, 1e-05),
+                    "float64": (1e-07, 1e-07), "complex32": (0.001, 1e-05), "complex64": (1.3e-06, 1e-05),
+                    "complex128": (1e-07, 1e-07)}
+
+
+def tolerances(settings: "Settings", dtype_name: str) -> Tuple[float, float]:
+    """(rtol, atol) for comparing tensors of ``dtype_name`` (``"bfloat16"``) under ``settings``: each
+    one given, else the dtype's as ``torch.testing.assert_close`` picks it."""
+    rtol, atol = DTYPE_TOLERANCES.get(dtype_name, (0.0, 0.0))
+    return (rtol if settings.rtol is None else settings.rtol, atol if settings.atol is None else settings.atol)
+
+
 _TRUE, _FALSE = ("1", "true", "yes", "on"), ("0", "false", "no", "off")
 
 
@@ -185,7 +210,7 @@ def parse_text(field: Field, text: str) -> Any:
         if text.lower() in _TRUE + _FALSE:
             return text.lower() in _TRUE
         raise ValueError(f"kwshim: {field.name} must be one of {', '.join(_TRUE + _FALSE)}, not {text!r}")
-    if isinstance(field.default, float):
+    if field.value_type is float:
         try:
             return float(text)
         except ValueError:

@@ -10,6 +10,8 @@ version bump; legal for leaves that require grad and for inference tensors).
 import contextlib
 from typing import Any, NamedTuple, Optional
 
+from .settings import tolerances
+
 __all__ = ["reachable_tensors", "State", "Difference", "difference", "describe"]
 
 
@@ -119,6 +121,7 @@ class Difference(NamedTuple):
     want: Any = None
     got: Any = None
     tolerant: bool = False
+    dtype: str = ""
 
 
 def difference(want, got, settings) -> Optional[Difference]:
@@ -130,9 +133,10 @@ def difference(want, got, settings) -> Optional[Difference]:
     if want.shape != got.shape:
         return Difference(got.numel(), want.numel(), float("nan"), ())
     if want.dtype.is_floating_point or want.dtype.is_complex:
+        rtol, atol = tolerances(settings, str(want.dtype).replace("torch.", ""))
         if want.element_size() == 1:  # fp8: torch has no isclose for it; float32 holds every value exactly
             want, got = want.to(torch.float32), got.to(torch.float32)
-        same = torch.isclose(got, want, rtol=settings.rtol, atol=settings.atol, equal_nan=settings.equal_nan)
+        same = torch.isclose(got, want, rtol=rtol, atol=atol, equal_nan=settings.equal_nan)
     else:
         same = got == want
     if bool(same.all()):
@@ -146,7 +150,8 @@ def difference(want, got, settings) -> Optional[Difference]:
     delta = torch.where(differ, torch.nan_to_num(delta, nan=float("inf")), torch.zeros_like(delta))
     at = tuple(int(i) for i in torch.unravel_index(torch.argmax(delta), delta.shape)) if delta.dim() else ()
     largest = float((got.to(torch.float64) - want.to(torch.float64)).abs()[at])
-    return Difference(int(differ.sum()), want.numel(), largest, index, want[at].item(), got[at].item(), tolerant)
+    return Difference(int(differ.sum()), want.numel(), largest, index, want[at].item(), got[at].item(), tolerant,
+                      str(want.dtype).replace("torch.", ""))
 
 
 def describe(found: Difference, settings=None) -> str:
@@ -157,6 +162,9 @@ def describe(found: Difference, settings=None) -> str:
         text += f" ({found.want!r} against {found.got!r})"
     text += f", first at index {found.first}"
     if settings is not None and found.tolerant:
-        text += (f"; compared with rtol={settings.rtol}, atol={settings.atol}: if it is rounding (a sum in another "
+        rtol, atol = tolerances(settings, found.dtype)
+        picked = f" ({found.dtype}'s, as torch.testing.assert_close picks them)" \
+            if settings.rtol is None and settings.atol is None else ""
+        text += (f"; compared with rtol={rtol}, atol={atol}{picked}: if it is rounding (a sum in another "
                  f"order), allow it with --kwshim-atol/--kwshim-rtol (kwshim run --atol/--rtol, activate(atol=...))")
     return text

@@ -19,11 +19,13 @@ def table() -> str:
     lines = ["| `activate(...)` | `kwshim run` | `pytest` (ini key `kwshim_NAME`) | environment | default | values |",
              "| --- | --- | --- | --- | --- | --- |"]
     for field in FIELDS:
-        default = "none" if field.name == "device" else field.default
+        default = "`none`" if field.name == "device" else f"`{field.default}`"
+        if field.default is None and field.kind is float:
+            default = "per dtype, as `torch.testing.assert_close`"
         values = ", ".join(f"`{choice}`" for choice in field.choices) or (
             "`True`, `False`" if field.is_switch else "a number >= 0")
         lines.append(f"| `{field.name}=` | `{field.flag()}` | `{field.flag('kwshim-')}` | `{field.variable}` "
-                     f"| `{default}` | {values} |")
+                     f"| {default} | {values} |")
     return "\n".join(lines)
 
 

@@ -9,7 +9,7 @@ rounding, with the layouts the compiler chose (ttgir's ``#mma`` and ``#blocked``
 
 ``parity/dot_reductions_h200.json`` keeps the first ``KEPT`` rows (``sum1``, ``cumsum1``) or
 columns (``sum0``) of each accumulator with their results; ``tests/test_numerics.py`` holds
-``kwshim/interpreter/lane_order.py``'s tensor-core order to the sums, and the scans to a loaded
+``kwshim/arithmetic/lane_order.py``'s tensor-core order to the sums, and the scans to a loaded
 block's order (the compiler converts the accumulator to a blocked layout to scan it). (``sum_exp1``
 adds the ``exp2`` approximation's own ulp; ``max1`` is order-free without NaN.)
 """

@@ -1,4 +1,4 @@
-"""Inline PTX of element-wise fp32 arithmetic (``kwshim/interpreter/inline_ptx.py``): flash-linear-
+"""Inline PTX of element-wise fp32 arithmetic (``kwshim/arithmetic/inline_ptx.py``): flash-linear-
 attention's ``softplus`` and ``softplus2`` (``fla/ops/utils/softplus.py``, written out here: ``setp``,
 then under predicates ``mov``, ``mul``, ``ex2.approx.ftz``, ``add``, ``lg2.approx.ftz``) and a plain
 ``mov``, and ``ex2.approx`` and ``lg2.approx`` alone, compiled on a GPU and run under the switch.

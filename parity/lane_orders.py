@@ -41,7 +41,7 @@ BLOCK_OPS = {"sum0": ("signed", "large"), "sum1": ("signed", "large"), "cumsum0"
 ATOMIC_SHAPES = [(64, 4, 1), (256, 4, 4), (256, 16, 4), (1024, 8, 8)]  # (N, addresses, num_warps)
 DTYPES = ("fp32", "fp16", "bf16")
 KEPT = 128
-#: Where the H200's bits are not modelled (``kwshim/interpreter/lane_order.py`` says why): the arg
+#: Where the H200's bits are not modelled (``kwshim/arithmetic/lane_order.py`` says why): the arg
 #: reductions whose result the GPU reads from another lane (24, 8, and 16 for the fp16 and bf16
 #: indices: the lowest lane of the last phase of the layout conversion's shared-memory store).
 NOT_MODELLED = {"block max_idx1 fp32 M=64 N=128 num_warps=8", "block max_idx1 fp32 M=128 N=64 num_warps=4",

@@ -18,7 +18,7 @@ the lowest lane of the last phase holding one of them wins. Measured on an H100 
 3.6.0; ``parity/shared_store_lanes_h100.json``): all 20 cases, 746 rows, follow it (lanes 0, 8,
 16 and 24 stay); a row reduced over several warps is the same in every lane (the warps combine in
 shared memory) and stores lane 0's. kwshim's reductions keep lane 0's copy
-(``kwshim/interpreter/lane_order.py``): the access width is the compiler's choice.
+(``kwshim/arithmetic/lane_order.py``): the access width is the compiler's choice.
 """
 
 import re

@@ -42,8 +42,14 @@ def wing_of(dotted):
     return parts[1] if len(parts) > 1 else "__init__"
 
 
+def _is_module(dotted):
+    path = os.path.join(ROOT, *dotted.split("."))
+    return os.path.isfile(path + ".py") or os.path.isfile(os.path.join(path, "__init__.py"))
+
+
 def imported(path):
-    """Every kwshim module ``path`` imports, at its top or inside a function, as ``kwshim.x.y``."""
+    """Every kwshim module ``path`` imports, at its top or inside a function, as ``kwshim.x.y``
+    (``from . import a`` imports the module ``a`` where there is one)."""
     relative = os.path.relpath(path, ROOT)[:-3].replace(os.sep, ".")
     package = relative.rsplit(".", 1)[0] if not relative.endswith("__init__") else relative[:-len(".__init__")]
     with open(path) as handle:
@@ -56,15 +62,55 @@ def imported(path):
                 target = ".".join(base + ([node.module] if node.module else []))
             else:
                 target = node.module or ""
-            # ``from .. import compat`` imports kwshim.compat: the names are the modules
-            targets = [f"{target}.{alias.name}" for alias in node.names] if target == "kwshim" else [target]
-            for target in targets:
-                if target == "kwshim" or target.startswith("kwshim."):
-                    yield node.lineno, target
+            if not (target == "kwshim" or target.startswith("kwshim.")):
+                continue
+            for alias in node.names:  # ``from .. import compat``: the names are the modules
+                yield node.lineno, f"{target}.{alias.name}" if _is_module(f"{target}.{alias.name}") else target
         elif isinstance(node, ast.Import):
             for alias in node.names:
                 if alias.name == "kwshim" or alias.name.startswith("kwshim."):
                     yield node.lineno, alias.name
+
+
+def import_graph():
+    """{module: the package's modules it imports}, dotted, ``__init__`` files as their package."""
+    graph = {}
+    for path in modules():
+        name = os.path.relpath(path, ROOT)[:-3].replace(os.sep, ".")
+        name = name[:-len(".__init__")] if name.endswith(".__init__") else name
+        graph.setdefault(name, set()).update(target for _, target in imported(path) if target != name)
+    return graph
+
+
+def circles(graph):
+    """Every strongly connected set of two or more modules in ``graph`` (Tarjan's algorithm)."""
+    index, low, stack, on_stack, found = {}, {}, [], set(), []
+
+    def visit(node):
+        index[node] = low[node] = len(index)
+        stack.append(node)
+        on_stack.add(node)
+        for other in sorted(graph.get(node, ())):
+            if other not in index:
+                visit(other)
+                low[node] = min(low[node], low[other])
+            elif other in on_stack:
+                low[node] = min(low[node], index[other])
+        if low[node] == index[node]:
+            component = []
+            while True:
+                member = stack.pop()
+                on_stack.discard(member)
+                component.append(member)
+                if member == node:
+                    break
+            if len(component) > 1:
+                found.append(sorted(component))
+
+    for node in sorted(graph):
+        if node not in index:
+            visit(node)
+    return found
 
 
 def test_the_architecture_lists_every_wing_and_ground_floor_module():
@@ -95,3 +141,27 @@ def test_no_module_is_over_the_limit():
         if count > MOST_LINES:
             long.append(f"{os.path.relpath(path, ROOT)}: {count} lines")
     assert not long, f"over {MOST_LINES} lines: " + ", ".join(long)
+
+
+def test_no_circle_of_imports_inside_a_wing():
+    graph = import_graph()
+    inside = {name: {other for other in targets if wing_of(other) == wing_of(name)} for name, targets in graph.items()}
+    assert not circles(inside), "circles of imports: " + "; ".join(" <-> ".join(c) for c in circles(inside))
+
+
+def test_the_circle_finder_finds_a_circle():
+    assert circles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
+    assert circles({"a": {"b"}, "b": set()}) == []
+
+
+def test_no_wing_holds_more_than_two_fifths_of_the_package():
+    lines = {}
+    for path in modules():
+        with open(path) as handle:
+            count = sum(1 for _ in handle)
+        wing = wing_of(os.path.relpath(path, ROOT)[:-3].replace(os.sep, "."))
+        lines[wing] = lines.get(wing, 0) + count
+    total = sum(lines.values())
+    heavy = {wing: f"{count / total:.0%}" for wing, count in lines.items() if count > 0.4 * total}
+    assert not heavy, f"wings over 40% of the package's {total} lines: {heavy}"
+

@@ -18,7 +18,7 @@ import triton
 import triton.language as tl
 
 import kwshim
-from kwshim.interpreter import programs as grid_module
+from kwshim.batching import programs as grid_module
 
 from .test_programs import batching
 

@@ -6,8 +6,8 @@ import torch
 import triton
 import triton.language as tl
 
-from kwshim.interpreter import batching_rules, program_axis
-from kwshim.interpreter import programs as grid_module
+from kwshim.batching import batching_rules, program_axis
+from kwshim.batching import programs as grid_module
 
 from .kernels import needs_block_loads
 from .test_programs import _both, _reason, _same_bits, batching
@@ -22,7 +22,7 @@ def _builder_class():
 @batching
 def test_every_operation_of_the_installed_builder_has_a_rule():
     unlisted = [name for name in batching_rules.operations(_builder_class()) if batching_rules.rule(name) is None]
-    assert not unlisted, f"classify these in kwshim/interpreter/batching_rules.py: {unlisted}"
+    assert not unlisted, f"classify these in kwshim/batching/batching_rules.py: {unlisted}"
 
 
 def test_the_program_axis_rule_is_exactly_what_program_axis_computes():

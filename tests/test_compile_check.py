@@ -354,3 +354,19 @@ def test_a_bare_launch_before_the_switch_never_makes_the_check_refuse_what_the_g
         assert notices == "[]"
     else:  # lost for good (3.0's dtype.to_ir): the check steps aside, saying why
         assert returned == "NoneType" and "switch kwshim on before the first launch" in notices, notices
+
+
+def test_a_refusal_s_traceback_goes_from_the_launch_to_the_gpu_s_message():
+    """The compile check's own frames say nothing a user acts on: the traceback of a refusal is the
+    caller's line, the launch (two frames of kwshim's, which pytest hides), then the GPU's message."""
+    import traceback
+
+    from parity.compile_refusals import launches
+
+    with kwshim.activate(device="cuda", compile="check"):
+        with pytest.raises(Exception) as refused:
+            launches("cuda")["dot loop 256x256x128 num_stages=4 num_warps=8"]()
+    frames = traceback.extract_tb(refused.value.__traceback__)
+    ours = [frame for frame in frames if os.sep + "kwshim" + os.sep in frame.filename]
+    assert len(ours) <= 2 and ours[-1] == frames[-1], [f"{f.filename}:{f.lineno}" for f in frames]
+    assert refused.type.__name__ in ("OutOfResources", "RuntimeError", "PTXASError"), refused.type

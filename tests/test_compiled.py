@@ -15,8 +15,8 @@ import kwshim
 
 np = pytest.importorskip("numpy")
 
-from kwshim.interpreter import compiled  # noqa: E402
-from kwshim.interpreter.fma import numpy_fma  # noqa: E402
+from kwshim.arithmetic import compiled  # noqa: E402
+from kwshim.arithmetic.fma import numpy_fma  # noqa: E402
 
 from .test_programs import batching  # noqa: E402
 
@@ -90,8 +90,8 @@ def test_the_compiled_ex2_models_round_as_numpy_or_say_they_are_not_sure():
     next to them) and fp32's edges; where a value is too close to a rounding boundary to be sure, NaN
     (then ``deferred_arithmetic`` computes the expression in NumPy). Unsure values are rare: the one
     exact tie below (``2 ** -150``, halfway between 0 and fp32's least subnormal)."""
-    from kwshim.interpreter import compiled_loops
-    from kwshim.interpreter.gpu_arithmetic import exp2_approximation, exp_approximation
+    from kwshim.arithmetic import compiled_loops
+    from kwshim.arithmetic.gpu_arithmetic import exp2_approximation, exp_approximation
 
     rng = np.random.default_rng(13)
     every_pattern_kind = rng.integers(0, 2 ** 32, 4_000_000, dtype=np.uint64).astype(np.uint32).view(np.float32)
@@ -122,7 +122,7 @@ def test_the_compiled_ex2_models_round_as_numpy_or_say_they_are_not_sure():
 _LOOP_IN_A_PROCESS = """
 import json
 import numpy as np
-from kwshim.interpreter import compiled_loops
+from kwshim.arithmetic import compiled_loops
 kernel = compiled_loops.element_wise("(ex2_of_exp((@0@ - @1@)) * @2@)", ("full", "rows", "scalar"))
 out = np.empty((2, 3), np.float32)
 kernel(out, np.arange(6, dtype=np.float32).reshape(2, 3), np.ones(2, np.float32), np.float32(2))
@@ -154,7 +154,7 @@ def test_an_element_wise_loop_compiles_once_and_loads_from_numba_s_disk_cache_af
 
 @numba_installed
 def test_where_no_directory_can_be_written_an_element_wise_loop_is_made_in_memory(monkeypatch):
-    from kwshim.interpreter import compiled_loops
+    from kwshim.arithmetic import compiled_loops
 
     monkeypatch.setattr(compiled_loops, "_loops_directory", lambda: None)
     kernel = compiled_loops.element_wise("(@0@ / @1@)", ("full", "scalar"))
@@ -168,7 +168,7 @@ def test_exp_and_exp2_chunk_by_chunk_give_whole_array_passes_bits_and_the_c_libr
     and broadcast blocks, 4M bit patterns; ``tl.exp2`` without the input flush gives the flushed
     bits; and NumPy's SIMD ``exp2`` rounds to the fp32 of the C library's scalar ``exp2``
     (``math.exp2``)."""
-    from kwshim.interpreter.gpu_arithmetic import (_CHUNK, exp2_approximation, exp_approximation, flushed,
+    from kwshim.arithmetic.approximations import (_CHUNK, exp2_approximation, exp_approximation, flushed,
                                                    flushing_approximation)
 
     def whole_exp(x):
@@ -226,7 +226,7 @@ def test_a_large_launch_stores_the_same_bits_compiled_and_in_numpy(monkeypatch):
     """A launch of blocks of 2**15 elements computes its element-wise arithmetic (an fma of a
     product and ``tl.exp``, a product's ``tl.exp2``) as one compiled loop per expression
     (``deferred_arithmetic``); without numba, NumPy's code: the same bits."""
-    from kwshim.interpreter import deferred_arithmetic
+    from kwshim.arithmetic import deferred_arithmetic
 
     torch.manual_seed(0)
     x, y = torch.randn(2, 2 ** 15) * 30, torch.randn(2, 2 ** 15) * 40
@@ -264,7 +264,7 @@ def test_the_compiled_lane_sum_adds_as_the_numpy_lane_order(contracted, monkeypa
     thread or several, plain and of products contracted into fmas (read from the products, or computed
     from the factors alone), with magnitudes mixed so that the order shows; the loop compiled for
     every layout and for each. Once loaded, the compiled loop takes small blocks too."""
-    from kwshim.interpreter import lane_order
+    from kwshim.arithmetic import lane_order
 
     rng = np.random.default_rng(7)
     compared = 0
@@ -338,7 +338,7 @@ def test_the_compiled_lane_scan_adds_as_the_numpy_lane_order(monkeypatch):
     (``lane_order``): the same bits for rows of 16 to 2048 and both axes of 2-D blocks, one to eight
     warps, one lane, one warp or several along the axis; the loop compiled for every layout and for
     each."""
-    from kwshim.interpreter import lane_order
+    from kwshim.arithmetic import lane_order
 
     rng = np.random.default_rng(11)
     cases = [((16,), 4, 0), ((64,), 4, 0), ((512,), 1, 0), ((2048,), 8, 0), ((16, 64), 4, 0), ((16, 64), 4, 1),
@@ -361,8 +361,8 @@ def test_the_compiled_lane_scan_adds_as_the_numpy_lane_order(monkeypatch):
 @numba_installed
 def test_compiled_bf16_rounding_gives_ml_dtypes_bits_on_random_ties_and_edges_and_leaves_nans_to_numpy():
     ml_dtypes = pytest.importorskip("ml_dtypes")
-    from kwshim.interpreter import compiled_loops
-    from kwshim.interpreter.conversions import float_to_float
+    from kwshim.arithmetic import compiled_loops
+    from kwshim.arithmetic.conversions import float_to_float
 
     rng = np.random.default_rng(7)
     ties = (rng.integers(0, 2 ** 16, 1_000_000, dtype=np.uint64).astype(np.uint32) << np.uint32(16)) | \
@@ -394,8 +394,8 @@ def test_compiled_widening_of_bf16_and_fp16_gives_the_fp64_path_s_bits_for_every
     NaN made quiet); ``float_to_float`` takes the loop from ``COMPILED_FROM`` elements on, strided
     blocks and blocks of rows too."""
     ml_dtypes = pytest.importorskip("ml_dtypes")
-    from kwshim.interpreter import compiled_loops
-    from kwshim.interpreter.conversions import float_to_float
+    from kwshim.arithmetic import compiled_loops
+    from kwshim.arithmetic.conversions import float_to_float
 
     every = np.arange(2 ** 16, dtype=np.uint16)
     for numpy_type, half in ((ml_dtypes.bfloat16, False), (np.float16, True)):
@@ -426,8 +426,8 @@ def test_compiled_fp16_rounding_gives_numpy_s_bits_on_random_ties_subnormals_and
     """fp32 to fp16 (``compiled_loops.fp16_bits``): NumPy's ``astype`` bits on random patterns, on
     ties of the 13 bits rounded off, on every seventh pattern of the range fp16 holds as subnormals
     and just above it, and around 65504, 65520 and inf, both signs; a NaN is left to NumPy's path."""
-    from kwshim.interpreter import compiled_loops
-    from kwshim.interpreter.conversions import float_to_float
+    from kwshim.arithmetic import compiled_loops
+    from kwshim.arithmetic.conversions import float_to_float
 
     rng = np.random.default_rng(11)
     ties = (rng.integers(0, 2 ** 19, 1_000_000, dtype=np.uint64).astype(np.uint32) << np.uint32(13)) | \

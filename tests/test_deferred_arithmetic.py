@@ -8,8 +8,8 @@ import torch
 import triton
 import triton.language as tl
 
-from kwshim.interpreter import compiled, deferred_arithmetic
-from kwshim.interpreter import programs as grid_module
+from kwshim.arithmetic import compiled, deferred_arithmetic
+from kwshim.batching import programs as grid_module
 
 from .kernels import needs_block_loads
 from .test_programs import _both, _same_bits, batching

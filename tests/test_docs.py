@@ -154,6 +154,38 @@ def test_the_readme_is_short_and_has_the_two_set_up_commands():
     assert len(python) >= 2
 
 
+def test_what_the_readme_runs_after_make_demo_is_what_make_demo_installs():
+    """The quick start runs right after ``make demo`` (no ``make test``): every ``.venv/bin/python -m
+    MODULE`` it shows is a module that ``make demo``'s environment (the Makefile's ``.base`` step) has."""
+    with open(os.path.join(ROOT, "Makefile")) as handle:
+        recipe = re.search(r"^\$\(VENV\)/\.base:.*?\n((?:\t.*\n)+)", handle.read(), re.M).group(1)
+    installed = {re.split(r"[<>=\[]", word.strip("'\""))[0].lower()
+                 for line in recipe.splitlines() if "pip install" in line for word in line.split()[5:]}
+    with open(os.path.join(ROOT, "README.md")) as handle:
+        after_demo = handle.read().split("## Quick start", 1)[1].split("\n## ", 1)[0]
+    modules = set(re.findall(r"\.venv/bin/python -m (\w+)", after_demo))
+    assert modules, "the quick start runs no module"
+    missing = {module for module in modules - {"pip"}  # a venv has pip
+               if module not in installed and module not in sys.stdlib_module_names}
+    assert not missing, f"the quick start runs {sorted(missing)}, which make demo does not install"
+
+
+def test_the_ci_page_says_when_workers_pay_off_on_a_small_runner():
+    """``-n auto`` on 2 cores can be twice as slow as one process: the CI how-to says so where it
+    recommends it."""
+    with open(os.path.join(ROOT, "docs", "how-to", "ci.md")) as handle:
+        text = handle.read()
+    recommended = text.index("`-n auto`")
+    assert "2 cores" in text[recommended:recommended + 600] and "`-n 0`" in text[recommended:recommended + 600]
+
+
+def test_no_page_shows_a_directive_that_markdown_does_not_read():
+    """``.. versionadded::`` is reStructuredText: on the site it is raw text."""
+    for page in PAGES:
+        with open(os.path.join(ROOT, page)) as handle:
+            assert ".. versionadded::" not in handle.read(), page
+
+
 def test_the_settings_tables_are_made_from_the_fields():
     sys.path.insert(0, os.path.join(ROOT, "measure"))
     try:

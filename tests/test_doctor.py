@@ -54,7 +54,7 @@ def test_stores_work_and_render(report):
 
 
 def test_the_doctor_names_the_engine_computing_the_gpu_s_arithmetic(report):
-    from kwshim.interpreter import compiled
+    from kwshim.arithmetic import compiled
 
     line = next(line for line in render(report).splitlines() if line.startswith("arithmetic "))
     assert report["arithmetic"] == compiled.engine()

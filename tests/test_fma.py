@@ -9,7 +9,7 @@ import pytest
 np = pytest.importorskip("numpy")
 ml_dtypes = pytest.importorskip("ml_dtypes")
 
-from kwshim.interpreter.fma import fma  # noqa: E402
+from kwshim.arithmetic.fma import fma  # noqa: E402
 
 #: (significand bits with the hidden one, smallest normal exponent, largest exponent)
 FORMATS = {"float16": (11, -14, 15), "bfloat16": (8, -126, 127), "float32": (24, -126, 127),
@@ -107,7 +107,7 @@ def test_a_chain_of_fmas_in_fp64_rounds_each_step_once_ties_included(dtype):
     the end) against ``numpy_fma`` step by step: operands of mixed magnitudes, where fp64 sums are
     inexact, and integers whose sums fall on the type's midpoints (spacing 2 above 2**24 in fp32,
     2**11 in fp16)."""
-    from kwshim.interpreter.fma import fma_chain, numpy_fma
+    from kwshim.arithmetic.fma import fma_chain, numpy_fma
 
     rng = np.random.default_rng(3)
     top = 2 ** 24 if dtype == np.float32 else 2 ** 11

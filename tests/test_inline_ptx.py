@@ -58,7 +58,7 @@ def rows_moved(x_ptr, out_ptr, ASM: tl.constexpr, N: tl.constexpr):
 @batching
 @needs_block_loads
 def test_a_batch_of_programs_runs_element_wise_assembly_and_falls_back_for_other_assembly():
-    from kwshim.interpreter import programs
+    from kwshim.batching import programs
 
     x, out = torch.randn(8, 16), torch.zeros(8, 16)
     with kwshim.activate(grid="batched"):

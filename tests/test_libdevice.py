@@ -11,7 +11,7 @@ import triton
 import triton.language as tl
 
 import kwshim
-from kwshim.interpreter.math_table import IMPLEMENTATIONS
+from kwshim.arithmetic.math_table import IMPLEMENTATIONS
 
 from .kernels import kwsafe, needs_block_loads
 
@@ -227,7 +227,7 @@ def power_of_int(x_ptr, out_ptr):
 
 @needs_block_loads
 def test_the_types_taken_are_compiled_triton_s_own_table():
-    from kwshim.interpreter.libdevice import accepted_types
+    from kwshim.arithmetic.libdevice import accepted_types
 
     global MODULE
     MODULE = libdevice()

@@ -9,7 +9,7 @@ import pytest
 
 np = pytest.importorskip("numpy")
 
-from kwshim.interpreter.math_table import TABLE  # noqa: E402
+from kwshim.arithmetic.math_table import TABLE  # noqa: E402
 
 F32 = np.float32
 INT_MIN, INT_MAX = -2 ** 31, 2 ** 31 - 1

@@ -10,7 +10,7 @@ import triton
 import triton.language as tl
 
 import kwshim
-from kwshim.interpreter import loop_replay, replay
+from kwshim.batching import loop_replay, replay
 
 from .test_programs import _same_bits, batching
 

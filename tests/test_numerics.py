@@ -91,12 +91,12 @@ def test_the_switch_gives_the_builder_its_class_and_restores_everything_when_off
 
     before = state()
     with kwshim.activate():  # numerics="gpu": the GPU's arithmetic on top of its formats
-        assert type(interpreter.interpreter_builder).__module__ == "kwshim.interpreter.gpu_arithmetic"
+        assert type(interpreter.interpreter_builder).__module__ == "kwshim.arithmetic.gpu_arithmetic"
         assert interpreter._get_np_dtype(tl.bfloat16).name == "bfloat16"
         with kwshim.activate(numerics="ieee"):  # the innermost handle's numerics are in force
             assert type(interpreter.interpreter_builder).__module__ == "kwshim.interpreter.gpu_builder"
             assert interpreter._get_np_dtype(tl.bfloat16).name == "bfloat16"
-        assert type(interpreter.interpreter_builder).__module__ == "kwshim.interpreter.gpu_arithmetic"
+        assert type(interpreter.interpreter_builder).__module__ == "kwshim.arithmetic.gpu_arithmetic"
     assert state() == before
     assert interpreter._get_np_dtype(tl.bfloat16) == np.uint16  # the interpreter's own table again
 
@@ -386,7 +386,7 @@ def test_a_tolerance_allows_its_bound_and_no_more_and_never_for_nan_inf_or_zero(
 
 
 def test_a_direct_float_conversion_gives_the_fp64_path_s_bits_nan_payloads_and_all():
-    from kwshim.interpreter.conversions import float_to_float
+    from kwshim.arithmetic.conversions import float_to_float
 
     ml_dtypes = pytest.importorskip("ml_dtypes")
     every16 = np.arange(2 ** 16, dtype=np.uint16)
@@ -438,7 +438,7 @@ def test_conversions_are_quiet_inside_a_launch_and_outside_it_and_numpy_s_state_
     outside it is ``np.errstate``; after either, NumPy's own state is what it was."""
     import warnings
 
-    from kwshim.interpreter import conversions, numpy_quiet
+    from kwshim.arithmetic import conversions, numpy_quiet
 
     large = np.array([1e6, np.inf, -np.inf], np.float32)
     before = np.geterr()
@@ -655,7 +655,7 @@ def test_sums_of_a_dot_result_combine_in_the_tensor_cores_layout_as_on_the_h200(
     H200's own accumulators (``parity/dot_reductions_h200.json``) adds as the GPU did in all 40
     cases; a loaded block's order gives other bits in most. A ``tl.cumsum`` of one is scanned in a
     loaded block's order (the compiler converts the layout to scan): 20 of 20."""
-    from kwshim.interpreter import lane_order
+    from kwshim.arithmetic import lane_order
 
     h200 = _recorded("dot_reductions_h200.json", "cases")
     same = blocked_same = scans = 0
@@ -684,7 +684,7 @@ def test_a_chained_dot_s_sums_have_every_warp_on_the_rows_as_on_the_h200():
     column sums of the H200's own accumulators (``parity/dot_chains_h200.json``, 10 shapes) add as
     the GPU did in the chained layout, every warp on the rows (``mma.sync``: over the columns where
     the head dimension exceeds the rows); a lone dot's layout gives other bits in more of them."""
-    from kwshim.interpreter import lane_order
+    from kwshim.arithmetic import lane_order
 
     h200 = _recorded("dot_chains_h200.json", "cases")
     differing, lone_differing = [], []
@@ -720,7 +720,7 @@ def test_a_reduction_of_a_dot_result_follows_the_tensor_cores_layout_through_ele
     """The dot's layout reaches the sums through the elementwise operations after it (the compiler
     keeps it there); the dot is exact here (one 1 in each row of ``a``), so that only the sums'
     order can change a bit. A loaded block's order gives other bits."""
-    from kwshim.interpreter import lane_order
+    from kwshim.arithmetic import lane_order
 
     if not hasattr(sys.modules["triton.runtime.interpreter"], "ReduceOps"):
         pytest.skip("this release's interpreter reduces without a reduce class")
@@ -801,7 +801,7 @@ def _chained_sums(a_ptr, b_ptr, v_ptr, rows_ptr, out_ptr, M: tl.constexpr, N: tl
 def test_a_chained_dot_s_row_sums_take_the_chained_warps(grid):
     """A kernel whose dot feeds another: its row sums take every warp on the rows (8 warps on a
     64-row block: the lone dot's 4 by 2 would add the two column halves across warps)."""
-    from kwshim.interpreter import lane_order
+    from kwshim.arithmetic import lane_order
 
     if not hasattr(sys.modules["triton.runtime.interpreter"], "ReduceOps"):
         pytest.skip("this release's interpreter reduces without a reduce class")
@@ -825,7 +825,7 @@ def test_a_chained_dot_s_row_sums_take_the_chained_warps(grid):
 def test_a_kernel_chains_its_dots_where_one_s_result_reaches_another_s_operands():
     """``dot_chains`` reads a kernel's source: flash attention's ``q @ k`` feeding ``p @ v`` chains,
     a K loop's ``acc = tl.dot(a, b, acc)`` (its accumulator) and two dots side by side do not."""
-    from kwshim.interpreter.dot_chains import chains_dots
+    from kwshim.arithmetic.dot_chains import chains_dots
     from parity.compile_refusals import dot_loop
     from parity.dot_chains import chained
 
@@ -847,7 +847,7 @@ def test_a_chained_dot_s_warps_are_the_ones_the_compiler_gives_it():
     layouts Triton 3.6's compiler gives it for sm_90 (``parity/dot_chains_sm90_layouts.json``, 10
     shapes): every warp on the rows (8 on a 64-row ``wgmma`` block, where a lone dot's are 4 by 2),
     on ``mma.sync`` the columns where the head dimension, the first dot's K, exceeds the rows."""
-    from kwshim.interpreter import lane_order
+    from kwshim.arithmetic import lane_order
 
     layouts = _recorded("dot_chains_sm90_layouts.json", "layouts")
     for name, layout in layouts.items():

@@ -49,6 +49,19 @@ def test_num_warps_not_a_power_of_two_is_refused_naming_kernel_option_and_value(
     assert stored(out) == 0
 
 
+def test_on_the_virtual_h200_a_value_is_refused_by_the_cuda_backend_alone(out):
+    """Under ``device="cuda"`` the target is the stated GPU's: its reason alone, not every backend's."""
+    needs_backends()
+    if "cuda" not in options.installed_targets():
+        pytest.skip("this Triton has no cuda backend")
+    with kwshim.activate(device="cuda"):
+        with pytest.raises(LaunchOptionError) as info:
+            kernels.plain_store[GRID](out.cuda(), 1, num_warps=3)
+    message = str(info.value)
+    assert message.startswith("plain_store(): launch option num_warps=3 is refused by the cuda backend: "), message
+    assert "hip" not in message and message.count("refused") == 1, message
+
+
 def test_an_accepted_value_does_not_vouch_for_an_equal_value_of_another_type(out):
     needs_backends()
     kernels.plain_store[GRID](out, 1, num_warps=4)  # accepted: its verdict is remembered

@@ -150,3 +150,22 @@ def test_the_wheel_with_its_declared_dependencies_alone_checks_and_lints(dist, t
     assert version.returncode == 0 and version.stdout.startswith("kwshim "), version.stderr
     decorator = subprocess.run([python, "-c", "import kwshim\n@kwshim.kwsafe\ndef f(): pass\n"], **run)
     assert decorator.returncode == 1 and "needs the 'triton' module" in decorator.stderr, decorator.stderr[-2000:]
+
+
+def test_the_interpreter_extras_keep_numpy_below_2_4_and_the_readme_says_what_triton_3_1_needs():
+    """numpy 2.4 breaks Triton 3.2-3.6's interpreter (every range over a runtime argument), and
+    numpy 2 breaks Triton 3.1 and older (stores write nothing); no marker can see the installed Triton."""
+    import configparser
+
+    from packaging.requirements import Requirement
+
+    parser = configparser.ConfigParser()
+    parser.read(os.path.join(ROOT, "setup.cfg"))
+    extras = parser["options.extras_require"]
+    for extra in ("interpreter", "fast"):
+        numpy = [Requirement(line) for line in extras[extra].split("\n") if line.strip().startswith("numpy")]
+        assert numpy and not numpy[0].specifier.contains("2.4.0"), (extra, numpy)
+    with open(os.path.join(ROOT, "README.md")) as handle:
+        install = handle.read().split("## Install", 1)[1].split("\n## ", 1)[0]
+    assert 'pip install "numpy<2"' in install and "Triton 3.1 and older" in install
+

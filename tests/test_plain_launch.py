@@ -11,7 +11,7 @@ import triton
 import triton.language as tl
 
 import kwshim
-from kwshim.interpreter import plain_launch
+from kwshim.batching import plain_launch
 
 from .test_programs import batching
 
@@ -234,7 +234,7 @@ def test_an_executor_reads_each_kernel_s_constexprs_once_and_the_switch_puts_its
 
 
 def test_a_load_s_operands_broadcast_as_numpy_broadcasts_them():
-    from kwshim.interpreter import memory
+    from kwshim.batching import memory
 
     shapes = [(), (1,), (2,), (0,), (1, 0), (2, 1), (1, 3), (2, 3), (0, 3), (3,), (2, 1, 1), (1, 2, 3)]
     rng = np.random.default_rng(0)

@@ -8,8 +8,8 @@ import triton
 import triton.language as tl
 
 import kwshim
-from kwshim.interpreter import program_groups, store_log
-from kwshim.interpreter import programs as grid_module
+from kwshim.batching import program_groups, store_log
+from kwshim.batching import programs as grid_module
 
 from .kernels import needs_block_loads
 from .test_programs import _both, _reason, _same_bits, batching

@@ -8,7 +8,7 @@ import triton
 import triton.language as tl
 
 import kwshim
-from kwshim.interpreter import programs as grid_module
+from kwshim.batching import programs as grid_module
 
 from .kernels import needs_block_loads
 
@@ -282,7 +282,7 @@ def test_check_compares_the_batch_with_the_loop_and_names_the_first_difference(m
         row_norm[(4,)](x, w, y, 8, BLOCK=8)
     assert torch.equal(y, torch.ones(4, 8) / torch.sqrt(torch.tensor(1 + 1e-6)))
 
-    from kwshim.interpreter.store_log import StoreLog
+    from kwshim.batching.store_log import StoreLog
 
     commit = StoreLog.commit
 
@@ -306,7 +306,7 @@ def _counted_rows(out_ptr):
 
 
 def _batched_launches():
-    from kwshim.interpreter.programs import launch_record
+    from kwshim.batching.programs import launch_record
 
     return launch_record().get(_counted_rows.fn.__qualname__, {}).get("batched", 0)
 
@@ -397,7 +397,7 @@ def test_the_store_log_finds_every_pair_of_records_whose_spans_meet_in_the_loop_
     and across the chunks it compares at a time."""
     import numpy as np
 
-    from kwshim.interpreter import records as records_module, store_log
+    from kwshim.batching import records as records_module, store_log
 
     class Spanned:
         def __init__(self, span):

@@ -8,7 +8,7 @@ import triton
 import triton.language as tl
 
 import kwshim
-from kwshim.interpreter import programs as grid_module
+from kwshim.batching import programs as grid_module
 
 from .kernels import needs_block_loads
 from .test_programs import _both, _reason, _same_bits, batching
@@ -310,7 +310,7 @@ def test_the_batch_s_range_is_python_s_for_equal_bounds_and_is_put_back_after_ea
 
     import triton.runtime.interpreter as interpreter
 
-    from kwshim.interpreter.program_range import program_range, tl_range
+    from kwshim.batching.program_range import program_range, tl_range
 
     assert program_range(2, 9, 3) == builtins.range(2, 9, 3)
     patch_lang_core = vars(interpreter)["_patch_lang_core"]

@@ -27,7 +27,7 @@ PLUGIN_TEST = textwrap.dedent("""
 """)
 
 
-DEFAULT_TOLERANCES = (f"rtol=1e-05, atol=1e-08, equal_nan=True, numerics='gpu', grid={resolve({}).grid!r}, "
+DEFAULT_TOLERANCES = (f"rtol=None, atol=None, equal_nan=True, numerics='gpu', grid={resolve({}).grid!r}, "
                       f"device=None, compile='off')")
 
 
@@ -135,7 +135,7 @@ def test_a_bad_kwshim_variable_fails_the_switch_in_one_line_and_nothing_else(tmp
 
 def test_the_header_names_every_setting_in_force(tmp_path):
     done = run_pytest(tmp_path, "--kwshim", "--kwshim-grid", "sequential", KWSHIM_AUTOTUNE="first")
-    assert ("kwshim: on, autotune=first, rtol=1e-05, atol=1e-08, equal_nan=True, numerics=gpu, grid=sequential, "
+    assert ("kwshim: on, autotune=first, rtol=per-dtype, atol=per-dtype, equal_nan=True, numerics=gpu, grid=sequential, "
             "device=none, compile=off\n") in done.stdout, done.stdout[-2000:]
 
 
@@ -188,3 +188,52 @@ def test_the_summary_counts_batched_launches_and_names_each_fallback_with_its_co
     assert re.search(rf"kwshim grid: 4 launches of 2\+ programs, 2 batched \({replayed} replayed a trace\), 2 ran the "
                      r"loop \(50\.0%\)", done.stdout), done.stdout
     assert "  device_print: 1 kernel(s), 2 launches (prints)" in done.stdout
+
+
+@pytest.mark.parametrize("workers", [[], ["-n", "2"]])
+def test_under_grid_check_the_summary_says_how_many_launches_were_compared(tmp_path, workers):
+    import triton.runtime.interpreter as interpreter
+
+    if not hasattr(interpreter, "interpreter_builder"):
+        pytest.skip("2.x: no module-wide builder to batch with")
+    (tmp_path / "test_grid.py").write_text(GRID_TESTS)
+    done = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--kwshim",
+                           "--kwshim-grid", "check", *workers, "test_grid.py"], capture_output=True, text=True,
+                          cwd=tmp_path, env=environment(), timeout=300)
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+    # rows' 2 launches ran batched and compared; prints' fell back to the loop, compared with nothing
+    assert "kwshim grid=check: 2 batched launches compared with Triton's loop bit for bit, all the same" \
+        in done.stdout, done.stdout
+
+
+NUMBA_TESTS = textwrap.dedent("""
+    import torch
+    import triton
+    import triton.language as tl
+
+    @triton.jit
+    def row_sums(x_ptr, out_ptr, N: tl.constexpr):
+        offsets = tl.arange(0, N)
+        tl.store(out_ptr + offsets, tl.sum(tl.load(x_ptr + offsets)[None, :], axis=1) + tl.load(x_ptr + offsets))
+
+    def test_a_large_block():
+        x = torch.rand(2 ** 16)
+        row_sums[(1,)](x, torch.empty_like(x), N=2 ** 16)
+""")
+
+
+def test_the_summary_says_when_numba_compiled_kwshim_s_loops_and_not_when_its_cache_had_them(tmp_path):
+    """A first run's numba compiles cost several times a later run's time: the summary says so,
+    once, and says nothing where numba's disk cache held every loop."""
+    pytest.importorskip("numba")
+    (tmp_path / "test_large.py").write_text(NUMBA_TESTS)
+    said = []
+    for _ in range(2):
+        done = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--kwshim",
+                               "test_large.py"], capture_output=True, text=True, cwd=tmp_path,
+                              env=environment(NUMBA_CACHE_DIR=str(tmp_path / "numba")), timeout=300)
+        assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+        said.append(re.findall(r"kwshim: numba compiled (\d+) of kwshim's loops in this run \([\d.]+ s\): "
+                               r"a first run's cost", done.stdout))
+    assert len(said[0]) == 1 and int(said[0][0]) >= 1 and said[1] == [], said
+

@@ -7,9 +7,10 @@ import triton
 import triton.language as tl
 
 import kwshim
-from kwshim.interpreter import programs as grid_module
-from kwshim.interpreter import language_patch, replay
-from kwshim.interpreter.steps import Folded, slots_in
+from kwshim.batching import programs as grid_module
+from kwshim.interpreter import language_patch
+from kwshim.batching import replay
+from kwshim.batching.steps import Folded, slots_in
 
 from .kernels import needs_block_loads
 from .test_programs import _same_bits, batching
@@ -408,7 +409,7 @@ def test_a_replay_that_misses_after_a_store_writes_nothing_of_its_own():
 def test_a_step_of_constants_alone_is_made_once_for_every_replay():
     """``tl.arange`` and a constant splat are folded: the handle the first replay made is every later
     replay's (the same object), adds are not folded, and each launch still stores the loop's bits."""
-    from kwshim.interpreter.steps import Folded
+    from kwshim.batching.steps import Folded
 
     launches = [_row_norm_launch(4, 1e-6, seed) for seed in range(3)]
     name = row_norm.fn.__qualname__

@@ -6,8 +6,8 @@ import triton
 import triton.language as tl
 
 import kwshim
-from kwshim.interpreter import replay
-from kwshim.interpreter.steps import BUILDER, OPERATION_NAMES, Guard, Slot, merged, operation_name
+from kwshim.batching import replay
+from kwshim.batching.steps import BUILDER, OPERATION_NAMES, Guard, Slot, merged, operation_name
 
 from .kernels import needs_block_loads
 from .test_programs import _same_bits, batching

@@ -11,8 +11,8 @@ import torch
 import triton
 import triton.language as tl
 
-from kwshim.interpreter import memory, records, rows
-from kwshim.interpreter import programs as grid_module
+from kwshim.batching import memory, records, rows
+from kwshim.batching import programs as grid_module
 
 from .kernels import needs_block_loads
 from .test_programs import _both, _reason, _same_bits, batching
@@ -190,7 +190,7 @@ def test_elements_of_two_widths_meet_where_only_the_wider_one_s_end_reaches_the_
     past the int32's start, the highest address the int32's record holds."""
     import numpy as np
 
-    from kwshim.interpreter.store_log import StoreLog
+    from kwshim.batching.store_log import StoreLog
 
     log = StoreLog(2)
     address = 1 << 20
@@ -466,7 +466,7 @@ def _random_log(generator, programs):
     """A store log of a few random loads and stores over a few hundred bytes: rows of 1 to 4 elements
     of 2 or 4 bytes (some a block of rows per program, some every other element), single elements,
     and a load of one row, or a store or load of one address, by every program."""
-    from kwshim.interpreter.store_log import StoreLog
+    from kwshim.batching.store_log import StoreLog
 
     log, base = StoreLog(programs), 1 << 20
     for _ in range(generator.integers(1, 5)):
@@ -515,7 +515,7 @@ def test_a_few_rows_are_decided_in_python_lists_as_numpy_decides_them():
 def _element_log(programs, base, operations):
     """A store log of ``operations`` loads and stores of one to three elements per program (or one
     address for every program), 2 or 4 bytes each, over the 64 bytes at ``base``."""
-    from kwshim.interpreter.store_log import StoreLog
+    from kwshim.batching.store_log import StoreLog
 
     log = StoreLog(programs)
     for kind, width, length, offsets, values in operations:
@@ -565,7 +565,7 @@ def test_a_few_elements_are_decided_as_rows_with_the_loop_s_bits(monkeypatch):
     width, the marks refused)."""
     from collections import Counter
 
-    from kwshim.interpreter import store_log
+    from kwshim.batching import store_log
 
     generator, answers = np.random.default_rng(1), Counter()
     every_rows_apply = store_log.rows_apply
@@ -598,7 +598,7 @@ def test_a_few_elements_are_decided_as_rows_with_the_loop_s_bits(monkeypatch):
 
 def test_a_load_row_meeting_more_store_rows_than_the_rule_follows_is_left_to_the_general_path():
     """Past ``_MOST_MET`` store rows met by one load row, either form leaves the batch undecided."""
-    from kwshim.interpreter.store_log import StoreLog
+    from kwshim.batching.store_log import StoreLog
 
     log, base = StoreLog(20), 1 << 20
     log.store_rows(np.arange(base, base + 80, 4, dtype=np.int64), np.zeros((20, 1), np.uint32))
@@ -610,7 +610,7 @@ def test_a_load_row_meeting_more_store_rows_than_the_rule_follows_is_left_to_the
 def test_a_store_row_that_ends_where_a_load_row_starts_does_not_meet_it():
     """Bytes are [start, end): a row stored before the load that ends at its first byte is not read,
     though a longer row (stored after the load) reaches past it; both forms agree."""
-    from kwshim.interpreter.store_log import StoreLog
+    from kwshim.batching.store_log import StoreLog
 
     log, base = StoreLog(1), 1 << 20
     log.store_rows(np.array([base + 8], np.int64), np.zeros((1, 1), np.uint32))  # bytes [8, 12)
@@ -622,7 +622,7 @@ def test_a_store_row_that_ends_where_a_load_row_starts_does_not_meet_it():
 
 def test_a_store_masked_out_everywhere_meets_no_load():
     """A store that stored nothing (its mask all false) leaves the rows' rule nothing to meet."""
-    from kwshim.interpreter.store_log import StoreLog
+    from kwshim.batching.store_log import StoreLog
 
     log, base = StoreLog(2), 1 << 20
     log.load_rows(np.array([base, base + 16], np.int64), 4, 4)

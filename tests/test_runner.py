@@ -65,7 +65,7 @@ def test_kwshim_run_passes_verify_tolerances_to_the_switch(tmp_path):
     assert ("Settings('verify', rtol=0.5, atol=0.25, equal_nan=False, numerics='ieee', grid='check', "
             "device=None, compile='off')") in done.stdout
     done = kwshim("run", "show.py", cwd=tmp_path)
-    assert (f"Settings('all', rtol=1e-05, atol=1e-08, equal_nan=True, numerics='gpu', grid={resolve({}).grid!r}, "
+    assert (f"Settings('all', rtol=None, atol=None, equal_nan=True, numerics='gpu', grid={resolve({}).grid!r}, "
             f"device=None, compile='off')") in done.stdout
     done = kwshim("run", "--numerics", "exact", "show.py", cwd=tmp_path)
     assert done.returncode == 2 and "invalid choice: 'exact' (choose from 'gpu', 'ieee')" in done.stderr
@@ -94,6 +94,27 @@ def test_kwshim_run_names_a_missing_target_in_one_line_with_status_2(tmp_path, a
     assert done.returncode == 2 and done.stderr.strip() == message
 
 
+def test_kwshim_run_refuses_a_package_without_main_in_one_line_with_status_2(tmp_path):
+    (tmp_path / "plain").mkdir()
+    (tmp_path / "plain" / "__init__.py").write_text("")
+    done = kwshim("run", "-m", "plain", cwd=tmp_path)
+    assert done.returncode == 2 and done.stderr.strip() == (
+        "kwshim run: 'plain' is a package with no __main__ module, which python -m needs"), done.stderr[-2000:]
+
+
+def test_kwshim_run_reads_an_abbreviated_option_with_its_value_as_argparse_does(tmp_path):
+    """``--dev cuda`` is ``--device cuda`` (argparse's abbreviation), so the script is the next
+    word; ``--device=cuda`` holds its value; an unknown option shows ``kwshim run``'s own usage."""
+    show = "from kwshim import settings\nimport sys\nprint(settings.in_force().device, sys.argv[1:])\n"
+    (tmp_path / "show.py").write_text(show)
+    for spelling in (["--dev", "cuda"], ["--device=cuda"]):
+        done = kwshim("run", *spelling, "show.py", "x", cwd=tmp_path)
+        assert done.returncode == 0 and done.stdout == "cuda ['x']\n", (spelling, done.stderr[-2000:])
+    done = kwshim("run", "--devise", "cuda", "show.py", cwd=tmp_path)
+    assert done.returncode == 2 and done.stderr.startswith("usage: kwshim run ") and \
+        "unrecognized arguments: --devise" in done.stderr, done.stderr
+
+
 def test_kwshim_run_finds_a_module_and_a_directory_where_python_does(tmp_path):
     show = "from kwshim.doors import switch\nprint('on' if switch.is_active() else 'off', __name__)\n"
     (tmp_path / "here.py").write_text(show)
@@ -108,6 +129,7 @@ def test_kwshim_run_help_explains_the_policies_and_triton_interpret(tmp_path):
     done = kwshim("run", "--help", cwd=tmp_path)
     assert done.returncode == 0
     assert "usage: kwshim run [--autotune POLICY]" in done.stdout and "(SCRIPT | DIRECTORY | -m MODULE) [ARGS ...]" in done.stdout
+    assert "[--asm KERNEL[:FORM]]" in done.stdout.split("\n\n")[0]  # every option is in the usage line
     assert "TRITON_INTERPRET=1" in done.stdout and "AutotuneSideEffectError" in done.stdout
 
 

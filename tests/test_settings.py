@@ -12,8 +12,8 @@ from kwshim.settings import FIELDS, GRIDS, NUMERICS, POLICIES, resolve
 
 def test_defaults_and_repr():
     grid = "batched"  # KWSHIM_GRID is read when the switch starts, never into the defaults
-    assert Settings() == Settings("all", 1e-05, 1e-08, True, "gpu", grid)
-    assert repr(Settings()) == (f"Settings('all', rtol=1e-05, atol=1e-08, equal_nan=True, numerics='gpu', "
+    assert Settings() == Settings("all", None, None, True, "gpu", grid)
+    assert repr(Settings()) == (f"Settings('all', rtol=None, atol=None, equal_nan=True, numerics='gpu', "
                                 f"grid={grid!r}, device=None, compile='off')")
     assert Settings(device="none").device is None and Settings(device="cuda").device == "cuda"
     assert [field.name for field in FIELDS] == ["autotune", "rtol", "atol", "equal_nan", "numerics", "grid", "device",
@@ -28,7 +28,7 @@ def test_defaults_and_repr():
     ({"rtol": -1.0}, "kwshim: rtol must be a number >= 0, not -1.0"),
     ({"numerics": "exact"}, "kwshim: unknown numerics 'exact'; choose one of gpu, ieee"),
     ({"grid": "parallel"}, "kwshim: unknown grid 'parallel'; choose one of sequential, batched, check"),
-    ({"device": "xpu"}, "kwshim: unknown device 'xpu'; choose None or one of cuda"),
+    ({"device": "xpu"}, "kwshim: unknown device 'xpu'; choose one of none, cuda (or None, which is none)"),
 ])
 def test_a_bad_value_is_refused_naming_kwshim(bad, message):
     with pytest.raises(ValueError) as caught:
@@ -37,8 +37,8 @@ def test_a_bad_value_is_refused_naming_kwshim(bad, message):
 
 
 @pytest.mark.parametrize("bad, message", [
-    ({"atol": "0.1"}, "kwshim: atol must be a number >= 0, not '0.1'"),
-    ({"rtol": True}, "kwshim: rtol must be a number >= 0, not True"),
+    ({"atol": "0.1"}, "kwshim: atol must be a number >= 0 (or None: per dtype), not '0.1'"),
+    ({"rtol": True}, "kwshim: rtol must be a number >= 0 (or None: per dtype), not True"),
     ({"equal_nan": "false"}, "kwshim: equal_nan must be True or False, not 'false'"),
     ({"equal_nan": 0}, "kwshim: equal_nan must be True or False, not 0"),
     ({"grid": ["batched"]}, "kwshim: grid must be a string, not ['batched']"),
@@ -66,6 +66,10 @@ def test_resolve_reads_the_environment_only_for_what_is_not_named_and_inherits_f
         resolve({}, environ={"KWSHIM_RTOL": "tight"})
     with pytest.raises(ValueError, match="^kwshim: KWSHIM_EQUAL_NAN='maybe': equal_nan must be one of 1, true"):
         resolve({}, environ={"KWSHIM_EQUAL_NAN": "maybe"})
+    with pytest.raises(ValueError) as caught:  # the values as a variable spells them: none, cuda
+        resolve({}, environ={"KWSHIM_DEVICE": "gpu"})
+    assert str(caught.value) == ("kwshim: KWSHIM_DEVICE='gpu': unknown device 'gpu'; choose one of none, cuda "
+                                 "(or None, which is none)")
     # a base (the enclosing activation) is inherited whole; the environment is not read again
     outer = Settings("verify", device="cuda", grid="sequential")
     assert resolve({"autotune": "first"}, outer, environ=environ) == Settings("first", device="cuda",

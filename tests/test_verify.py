@@ -71,3 +71,27 @@ def test_one_autotuner_tuned_from_two_threads_at_once_tunes_each_as_alone(policy
     else:  # tensors back as they were, each named for its own reason
         assert set(results) == {(0.0, 0.0)} and len(errors) == 12
         assert all("reset_to_zero=['acc_ptr']" in error for error in errors), errors[:2]
+
+
+@needs_block_loads
+@pytest.mark.parametrize("ulps, diverges", [(1, False), (3, True)])
+def test_verify_compares_bf16_with_bf16_s_tolerance_as_assert_close_picks_it(ulps, diverges):
+    """Configs that round a bf16 result 1 ulp apart agree under ``verify``'s default tolerances
+    (bf16's: rtol 0.016, as ``torch.testing.assert_close`` picks them); 3 ulps apart (2.3%) do not."""
+
+    @triton.jit
+    def scale(x_ptr, out_ptr, S: tl.constexpr):
+        offsets = tl.arange(0, 8)
+        x = tl.load(x_ptr + offsets).to(tl.float32)
+        tl.store(out_ptr + offsets, (x * S).to(tl.bfloat16))
+
+    configs = [triton.Config({"S": 1.0}), triton.Config({"S": 1.0 + ulps * 2.0 ** -7})]
+    x, out = torch.ones(8, dtype=torch.bfloat16), torch.zeros(8, dtype=torch.bfloat16)
+    with kwshim.activate(autotune="verify"):
+        kernel = triton.autotune(configs=configs, key=[])(scale)
+        if diverges:
+            with pytest.raises(kwshim.ConfigDivergenceError, match=r"rtol=0\.016, atol=1e-05 \(bfloat16's"):
+                kernel[(1,)](x, out)
+        else:
+            kernel[(1,)](x, out)
+            assert torch.equal(out, torch.ones(8, dtype=torch.bfloat16))  # the first Config's result

@@ -7,13 +7,13 @@ Triton is imported on first use, never at ``import kwshim``.
 import functools
 import importlib
 import os
-from typing import Any, NamedTuple, Optional
+from typing import Any, List, NamedTuple, Optional, Set, Tuple
 
 from ..errors import TritonNotFoundError
 
 __all__ = ["TRITON_DISTRIBUTIONS", "import_triton", "triton_version", "KernelClasses", "kernel_classes",
            "is_kernel", "is_stack", "walk", "innermost", "is_interpreted", "kernel_name", "interpreter_requested",
-           "interpreter_on", "ignored_interpret_hint", "jit_makes_interpreted", "pruned_errors"]
+           "interpreter_on", "ignored_interpret_hint", "jit_makes_interpreted", "pruned_errors", "reached_globals"]
 
 #: Distributions known to provide the ``triton`` module; a hard requirement on one of them
 #: would clobber the others, so kwshim requires none.
@@ -173,3 +173,25 @@ def pruned_errors() -> tuple:
 
         found.append(CompileTimeAssertionFailure)
     return tuple(error for error in found if isinstance(error, type))
+
+
+def reached_globals(fn) -> Tuple[List[Tuple[dict, str, Any]], Set[str]]:
+    """(globals, name, value) for every global that ``fn`` or a jitted helper it reaches names, and
+    every name their code uses (a global's, or an attribute's)."""
+    reached: List[Tuple[dict, str, Any]] = []
+    seen, used, pending = set(), set(), [fn]
+    while pending:
+        function = pending.pop()
+        if id(function) in seen or not hasattr(function, "__globals__"):
+            continue
+        seen.add(id(function))
+        names = set(function.__code__.co_names)
+        used |= names
+        for name in sorted(names):
+            value = function.__globals__.get(name)
+            if value is None:
+                continue
+            reached.append((function.__globals__, name, value))
+            if hasattr(value, "fn") and hasattr(value.fn, "__globals__"):  # a jitted helper
+                pending.append(value.fn)
+    return reached, used

@@ -11,7 +11,7 @@ from .classes import import_triton, kernel_classes
 __all__ = ["compiler_accepts", "pristine_interpreter_methods", "interpreter_shares_launch_state",
            "interpreter_restores_patches", "run_requires_warmup", "injected_keywords", "binary_ufunc",
            "native_masked_load", "native_masked_store", "dot_scaled_reads_constexpr_formats",
-           "block_pointer_masks_below_zero", "launched_function", "handle_maker"]
+           "block_pointer_masks_below_zero", "launched_function", "handle_maker", "front_end_keyword", "front_end"]
 
 
 @functools.lru_cache(maxsize=None)
@@ -289,3 +289,19 @@ def handle_maker(handle_class):
         return handle
 
     return make
+
+
+def front_end_keyword(builtin):
+    """The keyword a ``triton.language`` builtin takes its front end by (``_semantic`` from 3.4,
+    ``_builder`` before), or None."""
+    try:
+        parameters = inspect.signature(builtin).parameters
+    except (TypeError, ValueError):
+        return None
+    return next((k for k in ("_semantic", "_builder") if k in parameters), None)
+
+
+def front_end(keyword):
+    """The interpreter's front end for ``keyword`` (``front_end_keyword``): its semantic or builder."""
+    interpreter = sys.modules["triton.runtime.interpreter"]
+    return interpreter.interpreter_semantic if keyword == "_semantic" else interpreter.interpreter_builder

@@ -95,7 +95,7 @@ def compiled_for_launch(fn, grid, args, kwargs, gpu, options=None):
 def _replaced():
     """{id(a replacement kwshim made while the switch is on): what compiled Triton sees instead}: the
     libdevice functions' CPU implementations, and ``tl.extra.cuda``'s special registers."""
-    from ..interpreter import libdevice, special_registers
+    from ..arithmetic import libdevice, special_registers
 
     return {**libdevice.originals(), **special_registers.originals()}
 

@@ -34,7 +34,7 @@ def main(argv=None):
     run = commands.add_parser(
         "run", help="run a script or module with the switch on (kwshim.activate)",
         usage="kwshim run " + " ".join(f"[{field.flag()}]" if field.is_switch else f"[{field.flag()} {_metavar(field)}]"
-                                       for field in FIELDS) + " (SCRIPT | DIRECTORY | -m MODULE) [ARGS ...]",
+                                       for field in FIELDS) + " [--asm KERNEL[:FORM]] (SCRIPT | DIRECTORY | -m MODULE) [ARGS ...]",
         formatter_class=argparse.RawDescriptionHelpFormatter,
         description="Run SCRIPT (a DIRECTORY's __main__.py, or MODULE) as python would, with the switch on: "
                     "every interpreted kernel binds\n"
@@ -55,12 +55,10 @@ def main(argv=None):
     run.add_argument("target", metavar="SCRIPT|MODULE")
     argv = list(sys.argv[1:] if argv is None else argv)
     target_args: list = []
-    if argv and argv[0] == "run":
-        own, target_args = _split_run(argv[1:])
-        argv = ["run", *own]
+    if argv and argv[0] == "run":  # parsed by run's own parser: its errors show its usage
+        own, target_args = _split_run(argv[1:], _own_flags(run))
+        return _run(run.parse_args(own), target_args, run)
     options = parser.parse_args(argv)
-    if options.command == "run":
-        return _run(options, target_args, run)
     if options.command == "check":
         return _check(options, check)
     return _doctor(options)
@@ -74,7 +72,23 @@ def _metavar(field):
     return "POLICY" if field.name == "autotune" else field.name[0].upper()
 
 
-def _split_run(argv):
+def _own_flags(run):
+    """Every option string of ``kwshim run``'s parser."""
+    return [flag for action in run._actions for flag in action.option_strings]
+
+
+def _takes_value(token, flags):
+    """Whether option ``token`` of ``kwshim run`` is followed by its value: one of ``_RUN_VALUED``,
+    or an abbreviation argparse reads as one (``--dev`` for ``--device``); ``--flag=value`` holds its own."""
+    if "=" in token:
+        return False
+    if token in flags:
+        return token in _RUN_VALUED
+    matches = [flag for flag in flags if flag.startswith(token)]
+    return len(matches) == 1 and matches[0] in _RUN_VALUED
+
+
+def _split_run(argv, flags=_RUN_VALUED):
     """``kwshim run``'s arguments: (its own options and the target, the target's arguments
     verbatim), as python splits ``python [options] script args``: ``--`` after the target is the
     target's."""
@@ -83,7 +97,7 @@ def _split_run(argv):
         token = argv[index]
         if token == "--":  # the target follows
             return argv[:index] + argv[index + 1:index + 2], argv[index + 2:]
-        if token in _RUN_VALUED:
+        if token.startswith("--") and _takes_value(token, flags):
             index += 2
         elif token.startswith("-") and token != "-":
             index += 1
@@ -116,13 +130,20 @@ def _run(options, target_args, parser):
     if options.module:
         sys.path.insert(0, os.getcwd())  # as python -m: the current directory first
         try:
-            found = importlib.util.find_spec(options.target) is not None
+            spec = importlib.util.find_spec(options.target)
+            # a package runs its __main__ module, as python -m runs it
+            runnable = spec is not None and (spec.submodule_search_locations is None
+                                             or importlib.util.find_spec(options.target + ".__main__") is not None)
         except (ImportError, ValueError):
-            found = False
+            spec, runnable = None, False
         finally:
             sys.path.remove(os.getcwd())
-        if not found:
+        if spec is None:
             print(f"kwshim run: no module named {options.target!r}", file=sys.stderr)
+            return 2
+        if not runnable:
+            print(f"kwshim run: {options.target!r} is a package with no __main__ module, which python -m needs",
+                  file=sys.stderr)
             return 2
     elif os.path.isdir(options.target):
         if not os.path.isfile(os.path.join(options.target, "__main__.py")):

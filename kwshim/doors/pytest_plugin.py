@@ -12,6 +12,7 @@ which kernels fell back to the loop, and why, gathered from every xdist worker t
 """
 
 import os
+import sys
 from typing import Any, Dict
 
 import pytest
@@ -20,6 +21,7 @@ from ..errors import TritonNotFoundError
 from ..settings import FIELDS, POLICIES, parse_text
 
 _HANDLE_KEY = "_kwshim_handle"
+_COMPILES_KEY = "kwshim_numba_compiles"
 _PROBLEMS_KEY = "_kwshim_start_up_problems"
 _WORKER_KEY = "kwshim_grid"
 _RECORDS_KEY = "_kwshim_worker_grid_records"
@@ -163,13 +165,17 @@ def pytest_sessionfinish(session):
     """An xdist worker hands its grid record to the controller."""
     workeroutput = getattr(session.config, "workeroutput", None)
     if workeroutput is not None and getattr(session.config, _HANDLE_KEY, None) is not None:
-        from ..interpreter.programs import launch_record
+        from ..batching.programs import launch_record
 
         workeroutput[_WORKER_KEY] = launch_record()
+        workeroutput[_COMPILES_KEY] = _numba_compiles()
 
 
 @pytest.hookimpl(optionalhook=True)
 def pytest_testnodedown(node, error):
+    compiles = getattr(node, "workeroutput", {}).get(_COMPILES_KEY)
+    if compiles:
+        setattr(node.config, _COMPILES_KEY, [*getattr(node.config, _COMPILES_KEY, []), compiles])
     record = getattr(node, "workeroutput", {}).get(_WORKER_KEY)
     if record:
         records = getattr(node.config, _RECORDS_KEY, [])
@@ -180,22 +186,39 @@ def pytest_testnodedown(node, error):
 def pytest_terminal_summary(terminalreporter, config):
     if getattr(config, _HANDLE_KEY, None) is None:
         return
-    from ..interpreter.programs import launch_record, merge_records
+    from ..batching.programs import launch_record, merge_records
 
-    for line in _summary_lines(merge_records([launch_record()] + getattr(config, _RECORDS_KEY, []))):
+    checking = getattr(config, _HANDLE_KEY).settings.grid == "check"
+    for line in _summary_lines(merge_records([launch_record()] + getattr(config, _RECORDS_KEY, [])), checking):
         terminalreporter.write_line(line)
+    compiles = [_numba_compiles()] + getattr(config, _COMPILES_KEY, [])
+    loops, seconds = sum(count for count, _ in compiles), sum(spent for _, spent in compiles)
+    if loops:
+        terminalreporter.write_line(
+            f"kwshim: numba compiled {loops} of kwshim's loops in this run ({seconds:.1f} s): a first run's cost; "
+            f"later runs load them from numba's disk cache (in CI, keep NUMBA_CACHE_DIR between runs)")
 
 
-def _summary_lines(record: Dict[str, dict]) -> list:
-    """What ran batched and what fell back, and why, with counts (kernels and launches)."""
+def _numba_compiles():
+    """(loops, seconds) numba compiled for kwshim in this process; none where no loop was needed."""
+    compiled = sys.modules.get("kwshim.arithmetic.compiled")
+    return compiled.compile_record() if compiled is not None else (0, 0.0)
+
+
+def _summary_lines(record: Dict[str, dict], checking: bool = False) -> list:
+    """What ran batched and what fell back, and why, with counts (kernels and launches); under
+    ``grid="check"`` (``checking``), how many launches were compared with the loop."""
     batched = sum(entry["batched"] for entry in record.values())
     replayed = sum(entry.get("replayed", 0) for entry in record.values())
     looped = sum(entry["looped"] for entry in record.values())
     total = batched + looped
+    checked = sum(entry.get("checked", 0) for entry in record.values())
+    compared = [f"kwshim grid=check: {checked} batched launches compared with Triton's loop bit for bit, "
+                f"all the same"] if checking else []
     if not total:
-        return []
+        return compared
     lines = [f"kwshim grid: {total} launches of 2+ programs, {batched} batched ({replayed} replayed a trace), "
-             f"{looped} ran the loop ({100 * looped / total:.1f}%)"]
+             f"{looped} ran the loop ({100 * looped / total:.1f}%)"] + compared
     reasons: Dict[str, list] = {}
     for name, entry in record.items():
         if entry["reason"]:

@@ -22,7 +22,7 @@ Choices, documented for users:
 import threading
 from typing import Any, List, Mapping, Optional, Union
 
-from .. import compat, compiler, interpreter
+from .. import batching, compat, compiler, interpreter
 from ..autotune import AutotunerPatch
 from ..launch.kernel import RunSlot, launcher_via_paths, warmup_via_paths
 from ..patching import Patch
@@ -190,6 +190,7 @@ def _install(settings: Settings):
         if interpreting:  # compiled kernels keep the backend's own libdevice
             compiler.remember_language()  # before a launch: compile="check" compiles with it
             interpreter.install(patch, settings.numerics)
+            batching.install(patch)  # the grid seam: a launch's programs run as the grid setting says
             numerics = settings.numerics
         if settings.device is not None:
             if not interpreting or not compat.jit_makes_interpreted():  # TRITON_INTERPRET=true: 1 up to 3.3

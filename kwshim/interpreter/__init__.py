@@ -1,20 +1,17 @@
-"""The interpreter as compiled Triton computes: what kwshim puts into Triton's interpreter while the
-switch is on (``install``) and around each launch of a wrapped kernel (``launch_scope``).
+"""The seam with Triton's interpreter: what kwshim puts into it while the switch is on (``install``)
+and around each launch of a wrapped kernel (``launch_scope``).
 
 - ``fixes``: what the installed interpreter cannot run (``~`` on booleans, ``tl.sort``);
-- ``libdevice`` (with ``math_table``): the libdevice functions on the CPU;
-- ``formats``: bf16 and fp8 held as ``ml_dtypes`` floats, not as their bits;
-- ``conversions``: casts as the GPU's ``cvt`` (saturating, ``satfinite``, rounding modes);
 - ``gpu_builder``: the interpreter's builder computing as the GPU does (casts, ``-x``, ``x // 0``,
-  bf16 atomics and dots, and what compiled Triton refuses);
-- ``special_registers``: ``tl.extra.cuda``'s ``globaltimer``, ``smid``, ``num_warps``, ``num_threads``;
-- ``gpu_arithmetic`` (with ``fma``): ``numerics="gpu"``, where the GPU's arithmetic is not IEEE's
-  (fused multiply-adds, tensor-core dots);
-- ``programs`` (with ``program_axis``): the ``grid`` setting, a launch's programs run together with a
-  program axis on every value, leaving the loop's bits.
+  bf16 atomics and dots), with the arithmetic of ``kwshim.arithmetic``;
+- ``gpu_reductions``: the interpreter's reduce and scan classes as the GPU reduces;
+- ``language_patch``: the interpreter's patch of ``triton.language``, made only where needed;
+- ``refusals``: what compiled Triton refuses, raised as it raises it;
+- ``launch_state``: what one launch carries that the operations read (the batch, ``Fallback``).
 
-Its modules need NumPy (the interpreter's own dependency); nothing imports them until a kernel is
-interpreted, so ``import kwshim`` stays free of it.
+It sits between ``kwshim.batching`` (above: running a launch's programs together) and
+``kwshim.arithmetic`` (below: the H200's arithmetic). Its modules need NumPy (the interpreter's own
+dependency); nothing imports them until a kernel is interpreted, so ``import kwshim`` stays free of it.
 """
 
 import contextlib
@@ -42,17 +39,16 @@ def _numerics():
 
 
 def install(patch, numerics: str = "gpu") -> None:
-    """The interpreter's fixes, its arithmetic (``numerics``: ``settings.NUMERICS``), libdevice on
-    the CPU and the grid seam (which runs a launch's programs as the ``grid`` setting in force
-    says), through ``patch`` (the switch's)."""
-    from . import fixes, libdevice, programs, special_registers
+    """The interpreter's fixes, its arithmetic (``numerics``: ``settings.NUMERICS``) and libdevice on
+    the CPU, through ``patch`` (the switch's). The grid seam is ``batching.install``'s."""
+    from ..arithmetic import libdevice, special_registers
+    from . import fixes
 
     fixes.install(patch)
     use_numerics(patch, numerics)
     patch.setattr(_numerics(), "held", True)  # launches find them in place and set nothing
     libdevice.install(patch)
     special_registers.install(patch)
-    programs.install(patch)
 
 
 def use_numerics(patch, numerics: str) -> None:
@@ -65,14 +61,14 @@ def use_numerics(patch, numerics: str) -> None:
 
 def arithmetic_module():
     """The ``gpu_arithmetic`` module (imported on first use: it needs NumPy)."""
-    from . import gpu_arithmetic as module
+    from ..arithmetic import gpu_arithmetic as module
 
     return module
 
 
 def special_registers_module():
     """The ``special_registers`` module (imported on first use: it needs NumPy)."""
-    from . import special_registers as module
+    from ..arithmetic import special_registers as module
 
     return module
 
@@ -86,7 +82,7 @@ def launch_scope(fn):
     from ..patching import Scope
     from .gpu_builder import entries
     from .language_patch import builtin_alias_swaps
-    from .libdevice import global_swaps
+    from ..arithmetic.libdevice import global_swaps
 
     swaps = global_swaps(fn)
     taken = {(id(owner), name) for owner, name, _ in swaps}  # a libdevice function bound by name is libdevice's
@@ -106,7 +102,7 @@ def _quietly(call):
     """``call`` with NumPy's floating-point warnings off (a GPU overflows to inf, divides by zero
     and makes NaN quietly, where NumPy would print a ``RuntimeWarning`` for each), and Python's
     cyclic garbage collector paused (``collector_paused``)."""
-    from .numpy_quiet import launch
+    from ..arithmetic.numpy_quiet import launch
 
     def quietly(function, *args, **kwargs):
         with collector_paused(), launch():  # one per launch

@@ -32,7 +32,8 @@ import types
 
 import numpy as np
 
-from . import scaled_dots
+from ..arithmetic import scaled_dots
+from . import launch_state
 
 __all__ = ["install", "rewritten"]
 
@@ -124,7 +125,7 @@ def _check_pack(pack, count):
     """Refuse a ``pack`` that does not divide each thread's elements, as compiled Triton's lowering
     does (measured on the H200: ``pack=2`` over 128 elements on 4 warps, one a thread, is refused)."""
     from ..errors import UncompilableError
-    from .special_registers import body_warps
+    from ..arithmetic.special_registers import body_warps
 
     threads = 32 * body_warps()
     if pack > 1 and count % (threads * pack):
@@ -149,10 +150,8 @@ def _map_elementwise(original):
         handles = [getattr(a, "handle", None) for a in args]
         if kwargs or not args or not all(isinstance(handle, interpreter.TensorHandle) for handle in handles):
             return original(scalar_fn, *args, pack=pack, **kwargs)
-        if getattr(interpreter.interpreter_builder, "kwshim_batch", None) is not None:
-            from .program_axis import Fallback
-
-            raise Fallback("tl.map_elementwise calls its scalar function per element, in each program")
+        if launch_state.batch is not None:
+            raise launch_state.Fallback("tl.map_elementwise calls its scalar function per element, in each program")
         shape = np.broadcast_shapes(*(handle.data.shape for handle in handles))
         columns = [np.broadcast_to(handle.data, shape).reshape(-1) for handle in handles]
         _check_pack(pack, columns[0].size)

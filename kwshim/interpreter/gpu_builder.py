@@ -23,25 +23,14 @@ import sys
 import numpy as np
 
 from .. import compat
-from . import conversions, inline_ptx, lane_order, special_registers
-from .fma import fma
-from .formats import ML_DTYPES, bits_type, is_fp8, is_ml_dtype, numpy_dtype_function
-from .numpy_quiet import quiet
+from ..arithmetic import conversions, inline_ptx, lane_order, special_registers
+from ..arithmetic.fma import fma
+from ..arithmetic.formats import ML_DTYPES, bits_type, is_fp8, is_ml_dtype, numpy_dtype_function
+from ..arithmetic.numpy_quiet import quiet
+from .refusals import _INTERPRETER, refuse_lowering as _refuse, type_name as _name
 
 __all__ = ["entries"]
 
-_INTERPRETER = "triton.runtime.interpreter"
-
-
-def _refuse(what, hint):
-    from ..errors import UncompilableError
-
-    raise UncompilableError(f"kwshim: compiled Triton cannot lower {what} for an NVIDIA GPU (sm_90: measured on "
-                            f"the H200, Triton 3.6); {hint}")
-
-
-def _name(tt):
-    return getattr(tt, "name", str(tt))
 
 
 def _check_conversion(source, target, toward_zero):
@@ -127,7 +116,7 @@ def gpu_builder_class(base):
 
         def create_extern_elementwise(self, lib_name, lib_path, symbol, arg_list, ret_type, is_pure):
             """A libdevice call, after Triton's own front end has typed, promoted and broadcast it."""
-            from .libdevice import extern_elementwise
+            from ..arithmetic.libdevice import extern_elementwise
 
             return extern_elementwise(symbol, arg_list, ret_type, self.kwshim_gpu_arithmetic)
 
@@ -379,7 +368,7 @@ def entries(numerics: str = "gpu"):
     builder, builder_type, _, _ = _originals()
     if builder is None:
         return ()
-    from . import gpu_arithmetic
+    from ..arithmetic import gpu_arithmetic
 
     builder_class = gpu_builder_class(builder_type)
     if numerics == "gpu":

@@ -11,8 +11,8 @@ import sys
 
 import numpy as np
 
-from . import deferred_arithmetic, dot_chains, gpu_arithmetic, lane_order, special_registers
-from .gpu_builder import _INTERPRETER, _name, _refuse
+from ..arithmetic import deferred_arithmetic, dot_chains, gpu_arithmetic, lane_order, special_registers
+from .refusals import _INTERPRETER, refuse_lowering as _refuse, type_name as _name
 
 __all__ = ["reduction_class"]
 

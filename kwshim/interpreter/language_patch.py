@@ -16,13 +16,14 @@ name as the builtin. ``builtin_alias_swaps`` gives such globals a forwarder for 
 """
 
 import functools
-import inspect
 import sys
 import threading
 from typing import Any, List, Set, Tuple
 
+from ..compat import reached_globals
+
 __all__ = ["DeferredLanguage", "deferring_patch_lang", "defer_language", "deferred_language", "undo_helpers",
-           "reached_globals", "builtin_alias_swaps", "front_end_keyword", "front_end"]
+           "builtin_alias_swaps"]
 
 
 class DeferredLanguage:
@@ -126,28 +127,6 @@ def deferred_language():
     return language
 
 
-def reached_globals(fn) -> Tuple[List[Tuple[dict, str, Any]], Set[str]]:
-    """(globals, name, value) for every global that ``fn`` or a jitted helper it reaches names, and
-    every name their code uses (a global's, or an attribute's)."""
-    reached: List[Tuple[dict, str, Any]] = []
-    seen, used, pending = set(), set(), [fn]
-    while pending:
-        function = pending.pop()
-        if id(function) in seen or not hasattr(function, "__globals__"):
-            continue
-        seen.add(id(function))
-        names = set(function.__code__.co_names)
-        used |= names
-        for name in sorted(names):
-            value = function.__globals__.get(name)
-            if value is None:
-                continue
-            reached.append((function.__globals__, name, value))
-            if hasattr(value, "fn") and hasattr(value.fn, "__globals__"):  # a jitted helper
-                pending.append(value.fn)
-    return reached, used
-
-
 def builtin_alias_swaps(fn) -> List[Tuple[dict, str, Any]]:
     """(globals, name, forwarder) for every ``triton.language`` builtin that ``fn`` or a jitted helper
     names by a global of its own (``gather = tl.gather``; not ``tl`` itself): the forwarder calls
@@ -176,19 +155,3 @@ def _forwarder(module, name, builtin):
         return getattr(module, name)(*args, **kwargs)
 
     return functools.update_wrapper(forward, builtin)  # its __dict__ too: the builtin's mark
-
-
-def front_end_keyword(builtin):
-    """The keyword a ``triton.language`` builtin takes its front end by (``_semantic`` from 3.4,
-    ``_builder`` before), or None."""
-    try:
-        parameters = inspect.signature(builtin).parameters
-    except (TypeError, ValueError):
-        return None
-    return next((k for k in ("_semantic", "_builder") if k in parameters), None)
-
-
-def front_end(keyword):
-    """The interpreter's front end for ``keyword`` (``front_end_keyword``): its semantic or builder."""
-    interpreter = sys.modules["triton.runtime.interpreter"]
-    return interpreter.interpreter_semantic if keyword == "_semantic" else interpreter.interpreter_builder

@@ -19,10 +19,23 @@ import importlib
 import os
 import sys
 
-__all__ = ["as_compiled", "refusal_class"]
+__all__ = ["as_compiled", "refusal_class", "refuse_lowering", "type_name"]
 
 _INTERPRETER = "triton.runtime.interpreter"
 _FRONT_END = os.sep + os.path.join("triton", "language") + os.sep
+
+
+def refuse_lowering(what, hint):
+    """Raise ``UncompilableError``: compiled Triton cannot lower ``what`` for sm_90; ``hint`` says what to do."""
+    from ..errors import UncompilableError
+
+    raise UncompilableError(f"kwshim: compiled Triton cannot lower {what} for an NVIDIA GPU (sm_90: measured on "
+                            f"the H200, Triton 3.6); {hint}")
+
+
+def type_name(tt):
+    """A Triton type's name (``fp8e5``), for a message."""
+    return getattr(tt, "name", str(tt))
 
 
 @functools.lru_cache(maxsize=None)

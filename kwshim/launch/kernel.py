@@ -86,6 +86,7 @@ class LaunchPaths:
         def launch(grid, args, kwargs, warmup=False):
             """A launch the fast path does not take; ``warmup``: compiled Triton compiles without
             launching, so bind and check only (no hooks)."""
+            __tracebackhide__ = True  # pytest shows the caller's line, then what was refused  # noqa: F841
             kernel, given = this(), kwargs
             hooks = kernel.pre_run_hooks if has_hooks and not warmup else None
             if declares_injected or hooks or not injected_names.isdisjoint(kwargs):
@@ -101,7 +102,12 @@ class LaunchPaths:
                 fail(args, kwargs, check)
             if not checked.isdisjoint(kwargs):
                 check_options(name, kwargs)
-            compiled = _compiled(kernel, grid, args, given, warmup) if _compiling() else None
+            compiled = None
+            if _compiling():
+                try:
+                    compiled = _compiled(kernel, grid, args, given, warmup)
+                except Exception as refusal:  # the GPU's refusal, from the launch: the check's frames add nothing
+                    raise refusal.with_traceback(None)
             if warmup:
                 return compiled
             if keyword_only:
@@ -133,6 +139,7 @@ class LaunchPaths:
                 grid = _tuple_grid(grid)
 
             def launcher(*args, **kwargs):
+                __tracebackhide__ = True  # noqa: F841  (pytest: the caller's line is the launch)
                 if not kwargs and len(args) == arity and not (has_hooks and kernel.pre_run_hooks) and not _compiling():
                     # every parameter given positionally: bound as it is, launched with no extra frame
                     if convert is not None:

@@ -6,9 +6,10 @@ own checks refuse bad values (CUDA: ``num_warps must be a power of 2``), and a k
 neither an option field nor a parameter is a ``KeyError``. The interpreter has no backend, so
 kwshim runs the installed backends' own ``parse_options`` on each launch's option keywords.
 
-The target is ``KWSHIM_TARGET`` (``cuda``, ``hip``, ...) or ``set_target()``. With none, an
-option name is accepted if any installed backend accepts it, and a value is refused only if
-every installed backend refuses it.
+The target is ``KWSHIM_TARGET`` (``cuda``, ``hip``, ...) or ``set_target()``; under the virtual
+CUDA device (``device="cuda"``) with neither, values are judged by the cuda backend alone, as the
+stated GPU's compiler judges them. Otherwise an option name is accepted if any installed backend
+accepts it, and a value is refused only if every installed backend refuses it.
 """
 
 import os
@@ -17,6 +18,7 @@ from typing import Dict, Optional
 from .. import compat
 from ..compat.backends import Backend, backends, installed_targets, option_names
 from ..errors import LaunchOptionError
+from ..settings import ACTIVATIONS, in_force
 
 __all__ = ["set_target", "get_target", "installed_targets", "backends", "option_names", "known_names", "DEPRECATED"]
 
@@ -95,12 +97,13 @@ def check(kernel_name: str, keywords: dict) -> None:
     present = option_names().intersection(keywords)
     if present:
         try:
-            key = frozenset([(name, type(keywords[name]), keywords[name]) for name in present])
+            target = _judging_target()
+            key = frozenset([(name, type(keywords[name]), keywords[name]) for name in present] + [target])
             verdict = _verdicts[key]
         except KeyError:
-            verdict = _verdicts[key] = _judge(_in_order(keywords, present))
+            verdict = _verdicts[key] = _judge(_in_order(keywords, present), target)
         except TypeError:  # an unhashable value: judge it every time
-            verdict = _judge(_in_order(keywords, present))
+            verdict = _judge(_in_order(keywords, present), _judging_target())
         if verdict is not None:
             raise LaunchOptionError(f"{kernel_name}(): {verdict}")
     if not _DEPRECATED_NAMES.isdisjoint(keywords):
@@ -114,9 +117,17 @@ def _in_order(keywords, names):
     return {name: value for name, value in keywords.items() if name in names}
 
 
-def _judge(given: dict) -> Optional[str]:
-    """None when the target (or, with none, some backend) accepts ``given``; else the reason."""
+def _judging_target() -> Optional[str]:
+    """The backend whose checks judge a launch's option values: the target, else cuda under the
+    virtual CUDA device (where the installed Triton has a cuda backend), else None (any backend)."""
     target = get_target()
+    if target is None and ACTIVATIONS and in_force().device == "cuda" and "cuda" in installed_targets():
+        return "cuda"
+    return target
+
+
+def _judge(given: dict, target: Optional[str]) -> Optional[str]:
+    """None when ``target``'s backend (or, with none, some backend) accepts ``given``; else the reason."""
     candidates = [backends()[target]] if target else list(backends().values())
     reasons = []
     for backend in candidates:

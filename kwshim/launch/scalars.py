@@ -56,7 +56,7 @@ def _scalar(value, dtype):
 
     interpreter = _interpreter()[0]
     if dtype == tl.bfloat16:
-        from ..interpreter.formats import numpy_type as format_type
+        from ..arithmetic.formats import numpy_type as format_type
 
         numpy_type = format_type("bf16")
         if numpy_type is not None:  # held as an ml_dtypes float while kwshim computes as the GPU

@@ -154,7 +154,7 @@ def arithmetic_engine():
     """Which code computes the GPU's fused multiply-add and ``ex2.approx`` on large blocks:
     ``"numba"`` (compiled loops, ``kwshim[fast]``), ``"numpy"``, or None without NumPy."""
     try:
-        from ..interpreter import compiled
+        from ..arithmetic import compiled
     except ImportError:
         return None
     return compiled.engine()

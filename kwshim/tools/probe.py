@@ -192,7 +192,7 @@ def batched_grid():
     import triton.language as tl
 
     from .. import settings
-    from ..interpreter import programs as grid
+    from ..batching import programs as grid
     from ..patching import Patch
 
     globals()["tl"] = tl  # the interpreter looks up triton.language in the kernels' module globals

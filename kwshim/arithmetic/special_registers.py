@@ -23,7 +23,7 @@ import time
 
 import numpy as np
 
-from .language_patch import front_end, front_end_keyword
+from ..compat import front_end, front_end_keyword
 
 __all__ = ["read", "Results", "install", "originals", "launch_warps", "warps_reads", "body_warps", "SMS"]
 

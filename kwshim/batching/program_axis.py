@@ -34,8 +34,12 @@ import sys
 
 import numpy as np
 
-from . import batching_rules, block_pointers, inline_ptx, memory, rows
-from .gpu_builder import predicate
+from . import batching_rules, block_pointers, memory, rows
+
+from ..arithmetic import inline_ptx
+from ..interpreter import launch_state
+from ..interpreter.gpu_builder import predicate
+from ..interpreter.launch_state import Fallback
 
 __all__ = ["Fallback", "Diverged", "ProgramAxisOperations", "batched_builder_class", "tensor_entries", "truth",
            "index"]
@@ -44,14 +48,6 @@ __all__ = ["Fallback", "Diverged", "ProgramAxisOperations", "batched_builder_cla
 _GATHER_FROM = 256
 
 _INTERPRETER = "triton.runtime.interpreter"
-
-
-class Fallback(Exception):
-    """The batch cannot give the sequential loop's bits; ``reason`` says why, for the kernel to remember."""
-
-    def __init__(self, reason):
-        super().__init__(reason)
-        self.reason = reason
 
 
 class Diverged(Fallback):
@@ -113,7 +109,7 @@ def _refuse(reason):
 @functools.lru_cache(maxsize=None)
 def batched_builder_class(base):
     """A subclass of the builder class ``base`` computing many programs at once (the batch is the
-    builder object's ``kwshim_batch``: program ids, count and ``StoreLog``): ``ProgramAxisOperations``
+    launch's ``launch_state.batch``: program ids, count and ``StoreLog``): ``ProgramAxisOperations``
     first, and every operation that ``batching_rules`` does not let through refusing with its reason."""
     refusals = {}
     for name in batching_rules.operations(base):
@@ -130,8 +126,6 @@ class ProgramAxisOperations:
     further in than the interpreter's (placed before the interpreter's builder class, so ``super()``
     is the release's own, or kwshim's GPU builder)."""
 
-    kwshim_batch = None
-
     def create_inline_asm(self, inlineAsm, constraints, values, type, isPure, pack):
         found = inline_ptx.results(inlineAsm, constraints, values, type, pack)  # element-wise, programs and all
         if found is None:
@@ -139,7 +133,7 @@ class ProgramAxisOperations:
         return found
 
     def create_get_program_id(self, axis):
-        return _interpreter().TensorHandle(self.kwshim_batch.program_ids[axis], _interpreter().tl.int32)
+        return _interpreter().TensorHandle(launch_state.batch.program_ids[axis], _interpreter().tl.int32)
 
     def create_make_range(self, *args):
         made = super().create_make_range(*args)
@@ -212,7 +206,7 @@ class ProgramAxisOperations:
 
     def create_masked_load(self, ptrs, mask, other, *args, **kwargs):
         mask = predicate(mask)  # bool data: an int32 one would index, not mask, below
-        loaded = rows.load(self.kwshim_batch.log, ptrs, mask, other, _GATHER_FROM)
+        loaded = rows.load(launch_state.batch.log, ptrs, mask, other, _GATHER_FROM)
         if loaded is not None:
             return loaded
         if other is None:
@@ -229,7 +223,7 @@ class ProgramAxisOperations:
         addresses = ptr_data.reshape(-1) if every else ptr_data[mask_data]
         element = ptrs.get_element_ty()
         numpy_type = np.dtype(_interpreter()._get_np_dtype(element))
-        record = self.kwshim_batch.log.load(addresses, mask_data, _bytes_of(element))
+        record = launch_state.batch.log.load(addresses, mask_data, _bytes_of(element))
         loaded = memory.gather(addresses, numpy_type, record.increasing()) \
             if addresses.size >= _GATHER_FROM and numpy_type.kind != "b" else None
         if loaded is None:  # the native loop
@@ -248,7 +242,7 @@ class ProgramAxisOperations:
         stored = None if found is None else [rows.store_rows(ptrs, value, piece) for piece in found]
         if stored is not None and None not in stored:
             for starts, kept, owners in stored:  # the values' bits, as the native store takes them
-                self.kwshim_batch.log.store_rows(starts, kept.view(f"uint{kept.dtype.itemsize * 8}"), owners,
+                launch_state.batch.log.store_rows(starts, kept.view(f"uint{kept.dtype.itemsize * 8}"), owners,
                                                  ptrs.pitch)
             return
         ptr_data, value_data, mask_data = memory.operands(ptrs.data, value.data, mask.data)
@@ -258,14 +252,14 @@ class ProgramAxisOperations:
 
     def _stored(self, addresses, values, mask_data):
         values = np.ascontiguousarray(values)  # its bits, as the native store takes them
-        self.kwshim_batch.log.store(addresses, values.view(f"uint{values.dtype.itemsize * 8}"), mask_data)
+        launch_state.batch.log.store(addresses, values.view(f"uint{values.dtype.itemsize * 8}"), mask_data)
 
     def create_atomic_rmw(self, rmwOp, ptr, val, mask, sem, scope):
         mask = predicate(mask)
         interpreter = _interpreter()
         TensorHandle = interpreter.TensorHandle
         ptr_data, val_data, mask_data = memory.operands(ptr.data, val.data, mask.data)
-        programs = self.kwshim_batch.log.programs
+        programs = launch_state.batch.log.programs
         if ptr_data.shape[0] != programs:  # no operand varies by program (``tl.atomic_add(count, 1)``):
             ptr_data, val_data, mask_data = (np.ascontiguousarray(np.broadcast_to(a, (programs,) + a.shape[1:]))
                                              for a in (ptr_data, val_data, mask_data))  # each program applies it
@@ -278,7 +272,7 @@ class ProgramAxisOperations:
                            everywhere, sem, scope)
 
         values = val_data[mask_data]
-        self.kwshim_batch.log.atomic(ptr_data[mask_data], values, mask_data, apply, (str(rmwOp), values.dtype.str))
+        launch_state.batch.log.atomic(ptr_data[mask_data], values, mask_data, apply, (str(rmwOp), values.dtype.str))
         return _unused_result_class(TensorHandle)(element)
 
     def create_advance(self, ptr, offsets):

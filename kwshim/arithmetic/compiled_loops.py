@@ -26,7 +26,7 @@ from llvmlite import ir
 from numba import njit, types, vectorize
 from numba.extending import intrinsic
 
-from .compiled import LOG2_E, SMALLEST_NORMAL
+from .formats import LOG2_E, SMALLEST_NORMAL
 
 __all__ = ["fused", "fma", "ex2", "ex2_of_exp", "ex2_flushed", "lane_sum", "lane_sum_for_layout", "lane_scan",
            "lane_scan_for_layout", "element_wise", "bf16_bits", "fp16_bits",
@@ -428,10 +428,8 @@ def _loops_directory():
 @functools.lru_cache(maxsize=None)
 def _sources_hash():
     """A hash of this module's source and ``compiled``'s."""
-    from . import compiled
-
     digest = hashlib.sha256()
-    for module_file in (__file__, compiled.__file__):
+    for module_file in (__file__, os.path.join(os.path.dirname(os.path.abspath(__file__)), "compiled.py")):
         with open(module_file, "rb") as file:
             digest.update(file.read())
     return digest.hexdigest()

@@ -33,7 +33,8 @@ import sys
 import threading
 from collections import OrderedDict
 
-from . import program_axis, replay_code, special_registers
+from ..arithmetic import special_registers
+from . import program_axis, replay_code
 from .specialization import constant_types as _constant_types, key
 from .steps import (BUILDER, DIVERGED, OPERATION_NAMES, Folded, Guard, SequenceOf, Slot, TensorOf, foldable,
                     merged, only_a_type, slots_in)

@@ -12,7 +12,7 @@ import sys
 
 import numpy as np
 
-from . import deferred_arithmetic, gpu_arithmetic
+from ..arithmetic import deferred_arithmetic, gpu_arithmetic
 from .program_axis import Fallback
 
 __all__ = ["reduce_scan_entries"]

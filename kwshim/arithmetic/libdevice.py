@@ -31,7 +31,7 @@ from typing import Any, Dict, List, Tuple
 
 import numpy as np
 
-from .language_patch import front_end, front_end_keyword, reached_globals
+from ..compat import front_end, front_end_keyword, reached_globals
 from .math_table import TABLE
 
 __all__ = ["install", "global_swaps"]

@@ -12,15 +12,13 @@
   launch of one program runs once, as the loop: a second run of a kernel that reads ``globaltimer``
   would differ from the first).
 
-A launch of one program gains nothing from a batch but what a trace saves: from its
-specialization's second launch on it runs as a batch, recorded, then replayed (``replay.seen_before``);
-its first runs the loop, so a kernel launched once pays no recording.
+A launch of one program gains only what a trace saves: from its specialization's second launch on
+it is recorded, then replayed (``replay.seen_before``); its first runs the loop.
 
 The seam is the interpreter's grid: ``GridExecutor.__call__`` computes the grid from the converted
 arguments after it has patched ``triton.language``, and then loops; kwshim hands it a grid callable
-that runs the programs itself and returns an empty grid. That is the same on 2.2-3.9. A chunk is
-64 programs, then as many as keep the largest block loaded or stored within 2**22 elements
-(at most 4096).
+that runs the programs itself and returns an empty grid (2.2-3.9). A chunk is 64 programs, then
+as many as keep the largest block within 2**22 elements (at most 4096).
 """
 
 import functools
@@ -31,9 +29,12 @@ from typing import Dict
 
 import numpy as np
 
+from ..arithmetic import dot_chains
 from ..compat.interpreter import launched_function
+from ..interpreter import fixes, language_patch, launch_state, refusals
 from ..settings import in_force
-from . import dot_chains, fixes, language_patch, plain_launch, program_groups, refusals, replay
+from . import launch_counts, plain_launch, program_groups, replay
+from .launch_counts import launch_record, merge_records  # noqa: F401  (the pytest door reads them here)
 
 __all__ = ["install", "fallback_reasons", "launch_record", "merge_records", "batching_works"]
 
@@ -43,10 +44,8 @@ _CHUNK_ELEMENTS = 2 ** 22
 _MOST_PROGRAMS = 4096
 
 #: kernel function -> why its last batch fell back (the next launch runs the loop at once).
-_FALLBACKS: Dict[object, str] = {}
+_FALLBACKS: Dict[object, str] = launch_counts.REASONS
 _FALLBACK_LOCK = threading.Lock()
-#: kernel function -> [launches of 2+ programs batched, launches that ran the loop] under batched and check.
-_LAUNCHES: Dict[object, list] = {}
 #: kernel functions whose programs read back their own writes: their batches write through (``own_writes``)
 _WRITE_THROUGH: set = set()
 
@@ -68,40 +67,6 @@ def forget(fn) -> None:
             _FALLBACKS.pop(key, None)
             _WRITE_THROUGH.discard(key)
             program_groups.forget(key)
-
-
-def launch_record() -> Dict[str, dict]:
-    """{kernel name: {"batched": launches, "replayed": of those, launches that replayed a trace,
-    "looped": launches, "reason": why it fell back or None}}, for the launches of two or more
-    programs in this process (what the pytest door's terminal summary reads)."""
-    with _FALLBACK_LOCK:
-        records = [{getattr(fn, "__qualname__", repr(fn)):
-                    {"batched": batched, "replayed": replayed, "looped": looped, "reason": _FALLBACKS.get(fn)}}
-                   for fn, (batched, looped, replayed) in _LAUNCHES.items()]
-    return merge_records(records)
-
-
-def merge_records(records) -> Dict[str, dict]:
-    """``launch_record``s (of kernels of one name, of processes) as one."""
-    merged: Dict[str, dict] = {}
-    for record in records:
-        for name, entry in record.items():
-            into = merged.setdefault(name, {"batched": 0, "replayed": 0, "looped": 0, "reason": None})
-            for count in ("batched", "replayed", "looped"):
-                into[count] += entry.get(count, 0)
-            into["reason"] = into["reason"] or entry["reason"]
-    return merged
-
-
-def _count(fn, batched, replayed=False):
-    with _FALLBACK_LOCK:
-        counts = _LAUNCHES.setdefault(fn, [0, 0, 0])
-        counts[0 if batched else 1] += 1
-        counts[2] += replayed
-
-
-def _not_counted(fn, batched, replayed=False):
-    """A launch of one program, which the counts leave out (they are of launches a batch can speed)."""
 
 
 def batching_works() -> bool:
@@ -247,7 +212,7 @@ def _run(fn, args, grid, make_language=_nothing):
     builder = _builder()
     builder.set_grid_dim(*grid)
     total = grid[0] * grid[1] * grid[2]
-    count_launch = _count if total > 1 else _not_counted
+    count_launch = launch_counts.count if total > 1 else launch_counts.not_counted
     with _FALLBACK_LOCK:
         known, write_through = fn in _FALLBACKS, fn in _WRITE_THROUGH
     launch_key = replay.key(fn, builder, args) if total > 0 and not known else None
@@ -329,7 +294,7 @@ def _batch(fn, args, grid, first, count, launch_key=None, make_language=_nothing
     whose stores are written, and undone where the run raises) and whether a trace was replayed.
     ``hint``: the value of a group of programs (``program_groups``), whose traces are tried first."""
     from ..patching import Patch
-    from . import language_patch, own_writes, program_axis, program_range, reductions
+    from . import own_writes, program_axis, program_range, reductions
     from .store_log import StoreLog
 
     builder = _builder()
@@ -348,7 +313,7 @@ def _batch(fn, args, grid, first, count, launch_key=None, make_language=_nothing
         log = new_log()
         with Patch() as patch:
             patch.setattr(builder, "__class__", batched_class)
-            patch.setattr(builder, "kwshim_batch", _Batch(program_ids, log))
+            patch.setattr(launch_state, "batch", _Batch(program_ids, log))
             try:
                 trace.replay(builder, args)
             except replay.Miss as miss:
@@ -365,7 +330,7 @@ def _batch(fn, args, grid, first, count, launch_key=None, make_language=_nothing
     with Patch() as patch:
         patch.setattr(builder, "__class__", batched_class if recorder is None else
                       replay.tracing_builder_class(batched_class))
-        patch.setattr(builder, "kwshim_batch", _Batch(program_ids, log))
+        patch.setattr(launch_state, "batch", _Batch(program_ids, log))
         for owner, name, value in reductions.reduce_scan_entries():
             patch.set(owner, name, value if recorder is None else replay.recording_class(value))
         for owner, name, value in program_axis.tensor_entries() + program_range.range_entries(fn):
@@ -412,7 +377,9 @@ def _checked(fn, args, grid, tensors):
     _sequential(fn, args, grid)
     looped = State(tensors)
     before.put(_same_bits)
+    batched_before = launch_counts.batched_launches(fn)
     _run(fn, args, grid)
+    compared = launch_counts.batched_launches(fn) > batched_before  # a batch that fell back compared the loop with itself
     for (name, tensor), reference in zip(tensors, looped.values):
         index = _first_difference(reference, tensor)
         if index is not None:
@@ -422,6 +389,8 @@ def _checked(fn, args, grid, tensors):
                 f"kwshim: kernel {getattr(fn, '__qualname__', fn)}: the batched grid left argument {name!r} "
                 f"different from Triton's loop at index {index} ({batched} where the loop "
                 f"stored {_item(reference, index)}): run it with grid='sequential' and report this")
+    if compared:
+        launch_counts.checked(fn)
 
 
 def _same_bits(reference, tensor):

@@ -47,7 +47,7 @@ import math
 
 import numpy as np
 
-from . import compiled, deferred_arithmetic, memory
+from . import compiled, deferred_arithmetic
 from .fma import fma_chain
 from .numpy_quiet import quiet
 
@@ -191,7 +191,7 @@ def sum_of_products(product, layout):
     loop; None where that loop does not run (then the product's data is what ``reduce_in_lanes``
     reads: ``deferred_arithmetic``)."""
     x, y = product
-    shape = memory.broadcast_shape([x.shape, y.shape])
+    shape = x.shape if x.shape == y.shape else np.broadcast_shapes(x.shape, y.shape)
     if x.dtype != np.float32 or y.dtype != np.float32:
         return None
     kernel = compiled.lane_sum_for(math.prod(shape))

@@ -13,10 +13,16 @@ import functools
 
 import numpy as np
 
-__all__ = ["ML_DTYPES", "numpy_type", "is_ml_dtype", "numpy_dtype_function", "bits_type", "is_fp8", "finite_max",
+__all__ = ["LOG2_E", "SMALLEST_NORMAL", "ML_DTYPES", "numpy_type", "is_ml_dtype", "numpy_dtype_function", "bits_type", "is_fp8", "finite_max",
            "missing_ml_dtypes", "type_name"]
 
 #: Triton's format names and the ``ml_dtypes`` type of each.
+#: fp32 constants of the ``ex2.approx`` model (``approximations``, ``compiled_loops``): log2(e) as
+#: compiled Triton's ``tl.exp`` multiplies by it, and fp32's smallest normal magnitude (below it,
+#: ``.ftz`` flushes).
+LOG2_E = np.float32(1.4426950408889634)
+SMALLEST_NORMAL = np.float32(2.0 ** -126)
+
 ML_DTYPES = {
     "bf16": "bfloat16",
     "fp8e4nv": "float8_e4m3fn",

@@ -22,7 +22,7 @@ class); 2-D blocks, fp32 sums and prefix sums keep NumPy's order. Not modelled t
 
 Where numba is installed, the fused multiply-add of large blocks runs as a compiled loop
 (``compiled``), with the NumPy code's bits. The transcendentals are NumPy's fp64 functions (SIMD where
-the CPU has it) over cache-sized chunks (``_through_fp64``), faster than a compiled loop calling the
+the CPU has it) over cache-sized chunks (``approximations``), faster than a compiled loop calling the
 C library's scalar functions; ``tl.exp`` and ``tl.exp2`` of large blocks join the block's expression
 (``deferred_arithmetic``), whose compiled loop computes them as a polynomial with NumPy's bits.
 
@@ -36,7 +36,8 @@ import sys
 
 import numpy as np
 
-from . import compiled, deferred_arithmetic, lane_order
+from . import deferred_arithmetic, lane_order
+from .approximations import exp2_approximation, exp_approximation, flushed, flushing_approximation, subnormal
 from .fma import fma
 from .numpy_quiet import quiet
 
@@ -112,28 +113,6 @@ def _deferred(base_operation, operation):
 
 
 _TF32_MASK = np.uint32(0xFFFFE000)  #: the 10 mantissa bits TF32 keeps
-_LOG2_E = compiled.LOG2_E  #: log2(e) as compiled Triton's ``tl.exp`` multiplies by it
-_SMALLEST_NORMAL = compiled.SMALLEST_NORMAL
-
-
-def subnormal(data):
-    """Where fp32 ``data`` is subnormal (nonzero, below the smallest normal magnitude)."""
-    return (np.abs(data) < _SMALLEST_NORMAL) & (data != 0)
-
-
-def flushed(data, positive=False):
-    """fp32 ``data`` with subnormals made zeros of their sign (``positive``: +0), as the ``.ftz``
-    instructions and the GPU's libdevice read and write them; data of another type, or with no
-    subnormal, as it is (the same array: nothing writes into a handle's data)."""
-    if data.dtype != np.float32:
-        return data
-    small = np.abs(data) < _SMALLEST_NORMAL  # zeros among them: most blocks have none of either
-    if not small.any():
-        return data
-    small &= data != 0
-    if not small.any():
-        return data
-    return np.where(small, np.float32(0) if positive else np.copysign(np.float32(0), data), data)
 
 
 def _chunked_dot(a, b, d, step, accumulator):
@@ -160,63 +139,6 @@ def _fma_chain_dot(a, b, d, accumulator):
 #: inputs as zeros; ``tl.sqrt_rn`` is the exact square root.
 _FLUSHING_APPROXIMATIONS = {"create_sqrt": (np.sqrt, True), "create_sin": (np.sin, False),
                             "create_cos": (np.cos, False)}
-
-
-#: Elements per chunk of an fp32 function computed in fp64 (``_through_fp64``): a chunk's fp64
-#: temporaries stay in the cache, and no pass makes a temporary of the whole block. Measured on 2M
-#: elements: ``tl.exp`` in 3.0 ms, against 10.6 ms in whole-block passes (fresh memory) and 11.0 ms
-#: for a compiled loop calling the C library's scalar ``exp2`` (NumPy's own ``exp2`` is SIMD).
-_CHUNK = 2 ** 15
-
-
-def _through_fp64(function, data, prepare=None, finish=None):
-    """fp32 ``function(prepare(data))`` computed in fp64 and rounded to fp32 (then ``finish``-ed),
-    element by element, chunk by chunk: the same bits as whole-array passes, at a third of the time."""
-    flat = data.reshape(-1)
-    result = np.empty(flat.size, np.float32)
-    wide = np.empty(min(flat.size, _CHUNK), np.float64)
-    for start in range(0, flat.size, _CHUNK):
-        part = flat[start:start + _CHUNK]
-        if prepare is not None:
-            part = prepare(part)
-        scratch = wide[:part.size]
-        scratch[...] = part
-        function(scratch, out=scratch)
-        rounded = result[start:start + part.size]
-        rounded[...] = scratch
-        if finish is not None:
-            rounded[...] = finish(rounded)
-    return result.reshape(data.shape)
-
-
-def _times_log2_e(data):
-    return data * _LOG2_E  # rounded to fp32, as compiled Triton's tl.exp multiplies
-
-
-def exp_approximation(data):
-    """fp32 ``tl.exp``: ``ex2.approx`` of ``x * log2(e)``, the product rounded to fp32, modelled as
-    ``exp2`` in fp64 rounded to fp32."""
-    return _through_fp64(np.exp2, data, prepare=_times_log2_e)
-
-
-def exp2_approximation(data):
-    """fp32 ``tl.exp2``: ``ex2.approx.ftz``, modelled as ``exp2`` in fp64 rounded to fp32, subnormal
-    results zeros. A subnormal input needs no flush: ``2 ** x`` rounds to 1 in fp64 for
-    ``|x| < 2 ** -126``, as ``2 ** 0`` does. A chunk's results are flushed only where the smallest
-    is below fp32's smallest normal (``flushing_approximation(np.exp2, True, data)``'s bits, at about
-    half its time)."""
-    return _through_fp64(np.exp2, data, finish=_flushed_if_small)
-
-
-def _flushed_if_small(results):
-    """Non-negative (or NaN) ``results`` with subnormals made zeros: a look at the least, first."""
-    return flushed(results) if np.fmin.reduce(results) < _SMALLEST_NORMAL else results
-
-
-def flushing_approximation(function, flush_result, data):
-    """fp32 ``function`` of ``data`` as its ``.ftz`` approximation: rounded exactly from fp64,
-    subnormal inputs (and results, where ``flush_result``) zeros of their sign."""
-    return _through_fp64(function, data, prepare=flushed, finish=flushed if flush_result else None)
 
 
 def _flushing_approximation(original, function, flush_result, TensorHandle):

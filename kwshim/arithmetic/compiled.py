@@ -8,7 +8,7 @@ midpoints where two roundings differ: 40-70 times a plain ``x * y + z``. The CPU
 The ``ex2.approx`` models (``tl.exp``, ``tl.exp2``: ``exp2`` in fp64 rounded to fp32) are compiled
 too, as operations of ``deferred_arithmetic``'s expressions (``compiled_loops.ex2``): a polynomial
 in fp64, not the C library's scalar ``exp2`` (three times slower than NumPy's own SIMD ``exp2`` over
-cache-sized chunks, ``gpu_arithmetic._through_fp64``), so that LLVM computes many elements at once.
+cache-sized chunks, ``approximations._through_fp64``), so that LLVM computes many elements at once.
 It rounds as NumPy does, or says it is not sure (41 of the 2 ** 32 fp32 inputs), and NumPy's code
 computes that expression.
 
@@ -30,7 +30,7 @@ compares the two on millions of random and tie-heavy operands.
 import functools
 import time
 
-import numpy as np
+from .formats import LOG2_E, SMALLEST_NORMAL
 
 __all__ = ["COMPILED_FROM", "LOG2_E", "SMALLEST_NORMAL", "engine", "ufunc_for", "fma_ufunc", "in_numpy",
            "spent_in_numpy", "load_for_small_blocks", "lane_sum_for", "lane_sum_kernel", "lane_sum_for_layout",
@@ -41,11 +41,6 @@ __all__ = ["COMPILED_FROM", "LOG2_E", "SMALLEST_NORMAL", "engine", "ufunc_for", 
 #: process of a few small launches never pays numba's start (about a second: its import, its
 #: compiler); small blocks take the loops once NumPy has cost about as much (``spent_in_numpy``).
 COMPILED_FROM = 2 ** 15
-
-#: The ``ex2.approx`` model's constants (``gpu_arithmetic``): log2(e) as compiled Triton's
-#: ``tl.exp`` multiplies by it, and fp32's smallest normal magnitude (below it, ``.ftz`` flushes).
-LOG2_E = np.float32(1.4426950408889634)
-SMALLEST_NORMAL = np.float32(2.0 ** -126)
 
 
 @functools.lru_cache(maxsize=None)
@@ -68,9 +63,49 @@ def ufunc_for(name, size):
 @functools.lru_cache(maxsize=None)
 def _loops():
     """``compiled_loops``, the numba code (imported at the first large block: numba's start)."""
+    _count_compiles()
     from . import compiled_loops
 
     return compiled_loops
+
+
+#: numba's compilations of kwshim's loops in this process: [loops, seconds] (``compile_record``).
+_COMPILES = [0, 0.0]
+
+
+def compile_record():
+    """(loops numba compiled in this process, the seconds it took): what a first run pays, and
+    numba's disk cache saves every later run (the pytest door's summary says it)."""
+    return _COMPILES[0], _COMPILES[1]
+
+
+def _count_compiles():
+    """Count numba's compilations of kwshim's own loops, through numba's event API
+    (``numba:compile``; a load from its disk cache is no compilation)."""
+    from numba.core import event
+
+    class Counting(event.Listener):
+        depth, started = 0, 0.0
+
+        def on_start(self, ev):
+            if _ours(ev):
+                if not self.depth:
+                    self.started = time.perf_counter()
+                self.depth += 1
+
+        def on_end(self, ev):
+            if _ours(ev):
+                self.depth -= 1
+                _COMPILES[0] += 1
+                if not self.depth:
+                    _COMPILES[1] += time.perf_counter() - self.started
+
+    event.register("numba:compile", Counting())
+
+
+def _ours(ev) -> bool:
+    function = getattr((ev.data or {}).get("dispatcher"), "py_func", None)
+    return getattr(function, "__module__", "").startswith(("kwshim", "kwshim_loop"))
 
 
 @functools.lru_cache(maxsize=None)
