@@ -10,7 +10,7 @@ TEST_TRITONS ?= 3.0.0 3.9.0
 DEMO_TRITON ?= 3.0.0
 PYTEST_ARGS ?=
 
-.PHONY: demo doctor test test-quick matrix suites speed docs venv clean
+.PHONY: demo doctor test test-quick lint matrix suites speed docs venv clean
 
 venv: $(VENV)/.installed
 
@@ -47,8 +47,12 @@ doctor: $(VENV)/.base .triton/$(DEMO_TRITON)/.installed
 docs: venv
 	$(VENV)/bin/mkdocs build --strict --quiet
 
-# The docs site, then the full matrix: every Triton release 2.2.0..3.9.0 (+ wrapt 1.x rows); a table.
-test: venv docs
+# flake8 over the whole repository (setup.cfg's [flake8]: pycodestyle and pyflakes, 120 columns).
+lint: venv
+	$(VENV)/bin/flake8
+
+# The linter, the docs site, then the full matrix: every Triton release 2.2.0..3.9.0 (+ wrapt 1.x rows); a table.
+test: venv lint docs
 	$(PY) measure/matrix.py
 
 # The same, and rewrite the docs site's compatibility page from the run.

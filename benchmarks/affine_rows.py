@@ -100,7 +100,7 @@ def cases(rows_count, cols):
     def run_block_rms():
         y, rstd = torch.empty_like(x), torch.empty(rows_count)
         block_rms_norm[(triton.cdiv(rows_count, 16),)](y, x, w, rstd, cols, rows_count, cols, 1e-6, BLOCK_ROW=16,
-                                                      BLOCK=block)
+                                                       BLOCK=block)
         return y, rstd
 
     xn, wn, an, bn = x.numpy(), w.numpy(), a.numpy(), b.numpy()

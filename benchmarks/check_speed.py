@@ -55,7 +55,8 @@ def main():
         check_times.append(times["check"])
         ratios.append(times["check"] / times["parse"])
     print(f"{len(files)} files under {', '.join(paths)}; {findings} findings")
-    print(f"ast.parse only {statistics.median(parse_times):.2f} s, kwshim check {statistics.median(check_times):.2f} s, "
+    print(f"ast.parse only {statistics.median(parse_times):.2f} s, "
+          f"kwshim check {statistics.median(check_times):.2f} s, "
           f"median ratio check/parse = {statistics.median(ratios):.3f} ({rounds} interleaved rounds)")
 
 

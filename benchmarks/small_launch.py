@@ -32,7 +32,7 @@ import torch  # noqa: E402
 
 import kwshim  # noqa: E402
 from kwshim.arithmetic import compiled, numpy_quiet  # noqa: E402
-from kwshim.batching import program_axis, records, replay
+from kwshim.batching import program_axis, records, replay  # noqa: E402
 
 
 def _cases():

@@ -92,7 +92,8 @@ def compiled_checks():
         same = torch.allclose(compiled_fn(x), launch_softmax(x), atol=1e-5)
         checks["torch.compile(fullgraph=True) of an autotuned @kwsafe kernel"] = bool(same)
     except Exception as exc:
-        checks["torch.compile(fullgraph=True) of an autotuned @kwsafe kernel"] = f"failed: {type(exc).__name__}: {exc}"[:300]
+        checks["torch.compile(fullgraph=True) of an autotuned @kwsafe kernel"] = \
+            f"failed: {type(exc).__name__}: {exc}"[:300]
 
     # What a GPU's tuning leaves (the CPU's `all` mirrors it: 3 tuning runs + the launch = 4.0).
     def accumulate(x_ptr, acc_ptr, SLOT: tl.constexpr):
@@ -136,7 +137,8 @@ def render(compiled, interpreted, rows, checks, device_name, verify_rows=(), cos
         f"- date: {today}",
         f"- GPU: {device_name}",
         f"- compiled: Triton {compiled['triton']}, torch {compiled['torch']} (CUDA)",
-        f"- interpreted under @kwsafe: Triton {interpreted['triton']}, torch {interpreted['torch']} (CPU, TRITON_INTERPRET=1)",
+        f"- interpreted under @kwsafe: Triton {interpreted['triton']}, torch {interpreted['torch']} "
+        f"(CPU, TRITON_INTERPRET=1)",
         f"- produced by `python -m parity.run`: {sum(r[3].startswith('same') for r in rows)} scenarios the same, "
         f"{sum(r[3].startswith('known gap') for r in rows)} known gap, "
         f"{sum(r[3].startswith('DIFFERENT') or r[3] == 'missing' for r in rows)} different",

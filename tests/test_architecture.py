@@ -164,4 +164,3 @@ def test_no_wing_holds_more_than_two_fifths_of_the_package():
     total = sum(lines.values())
     heavy = {wing: f"{count / total:.0%}" for wing, count in lines.items() if count > 0.4 * total}
     assert not heavy, f"wings over 40% of the package's {total} lines: {heavy}"
-

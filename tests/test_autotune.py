@@ -368,7 +368,7 @@ def test_config_pre_hooks_and_a_user_post_hook_act_as_on_a_gpu():
     assert calls == ([1, 1, 1] if has_post_hook else [])  # a user post-hook: once per tuning run
 
 
-# -- the policies, through Triton's own Autotuner logic ------------------------------------------------------------------------
+# -- the policies, through Triton's own Autotuner logic ---------------------------------------------------------
 
 def three_configs():
     return [triton.Config({"SLOT": i}, num_warps=w) for i, w in enumerate((2, 4, 8))]

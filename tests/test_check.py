@@ -34,9 +34,11 @@ def test_exact_findings_on_the_fixture_tree():
 
 def test_messages_name_the_kernel_and_the_parameters():
     findings = {(rel(f.path), f.line): f.message for f in check_paths([TREE], RESERVED_NAMES)}
-    assert findings[("bad.py", 8)].startswith("kernel 'seed' declares reserved launch name 'num_stages' without @kwsafe")
+    assert findings[("bad.py", 8)].startswith(
+        "kernel 'seed' declares reserved launch name 'num_stages' without @kwsafe")
     assert "'num_warps', 'num_ctas'" in findings[("bad.py", 21)]
-    assert findings[("sub/aliases.py", 13)] == "@kwsafe is below @triton.jit on 'below': move it directly above @triton.jit"
+    assert findings[("sub/aliases.py", 13)] == \
+        "@kwsafe is below @triton.jit on 'below': move it directly above @triton.jit"
     assert "above @triton.autotune/@triton.heuristics on 'above'" in findings[("bad.py", 12)]
 
 
@@ -120,7 +122,8 @@ def test_the_demo_is_flagged_for_its_bare_kernel_only():
 
 
 def test_a_kernel_built_by_a_call_under_kwsafe_is_clean():
-    source = b"import triton\nfrom kwshim import kwsafe\n\ndef k(o, num_warps):\n    pass\n\nkk = kwsafe(triton.jit(k))\n"
+    source = (b"import triton\nfrom kwshim import kwsafe\n\ndef k(o, num_warps):\n    pass\n\n"
+              b"kk = kwsafe(triton.jit(k))\n")
     assert check_source(source, "k.py", RESERVED_NAMES) == []
 
 

@@ -169,7 +169,7 @@ def test_exp_and_exp2_chunk_by_chunk_give_whole_array_passes_bits_and_the_c_libr
     bits; and NumPy's SIMD ``exp2`` rounds to the fp32 of the C library's scalar ``exp2``
     (``math.exp2``)."""
     from kwshim.arithmetic.approximations import (_CHUNK, exp2_approximation, exp_approximation, flushed,
-                                                   flushing_approximation)
+                                                  flushing_approximation)
 
     def whole_exp(x):
         return np.exp2((x * compiled.LOG2_E).astype(np.float64)).astype(np.float32)

@@ -209,7 +209,7 @@ def test_missing_required_parameter_names_kernel_and_parameter(out):
 
 def test_several_missing_parameters_are_listed(out):
     with pytest.raises(LaunchArgumentError, match=r"warps_stages\(\) missing 2 required arguments: "
-                                                   r"'num_warps' and 'num_stages'"):
+                                                  r"'num_warps' and 'num_stages'"):
         kernels.warps_stages[GRID](out)
 
 
@@ -349,7 +349,8 @@ def test_attributes_read_through():
     assert kernel.arg_names == ["out_ptr", "num_warps", "num_stages"]
     assert kernel.__name__ == "warps_stages"
     assert kernel.__wrapped__ is bare
-    assert kernels.autotuned_defaults.fn.fn.__doc__ == "Its reserved parameters have defaults that the Config overrides."
+    assert kernels.autotuned_defaults.fn.fn.__doc__ == \
+        "Its reserved parameters have defaults that the Config overrides."
 
 
 @pytest.mark.kwsafe_api

@@ -7,7 +7,6 @@ Each generated kernel stores every parameter it received. Profiles: the normal r
 
 import os
 
-import pytest
 import torch
 import triton
 from hypothesis import HealthCheck, given, settings

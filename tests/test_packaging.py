@@ -168,4 +168,3 @@ def test_the_interpreter_extras_keep_numpy_below_2_4_and_the_readme_says_what_tr
     with open(os.path.join(ROOT, "README.md")) as handle:
         install = handle.read().split("## Install", 1)[1].split("\n## ", 1)[0]
     assert 'pip install "numpy<2"' in install and "Triton 3.1 and older" in install
-

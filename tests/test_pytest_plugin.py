@@ -77,7 +77,8 @@ def test_the_plugin_refuses_to_start_where_the_interpreter_stores_nothing(tmp_pa
     """Triton <= 3.1 with numpy 2: every store writes nothing. Simulated here by a plugin loaded
     first that makes the probe report it; the real probe is checked healthy below."""
     (tmp_path / "stores_nothing.py").write_text(
-        "import kwshim.doors.preflight\nkwshim.doors.preflight.interpreter_store_problem = lambda: 'stores write nothing (simulated)'\n")
+        "import kwshim.doors.preflight\n"
+        "kwshim.doors.preflight.interpreter_store_problem = lambda: 'stores write nothing (simulated)'\n")
     (tmp_path / "test_x.py").write_text("def test_x():\n    pass\n")
     done = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "stores_nothing",
                            "--kwshim", "test_x.py"], capture_output=True, text=True, cwd=tmp_path,
@@ -135,8 +136,8 @@ def test_a_bad_kwshim_variable_fails_the_switch_in_one_line_and_nothing_else(tmp
 
 def test_the_header_names_every_setting_in_force(tmp_path):
     done = run_pytest(tmp_path, "--kwshim", "--kwshim-grid", "sequential", KWSHIM_AUTOTUNE="first")
-    assert ("kwshim: on, autotune=first, rtol=per-dtype, atol=per-dtype, equal_nan=True, numerics=gpu, grid=sequential, "
-            "device=none, compile=off\n") in done.stdout, done.stdout[-2000:]
+    assert ("kwshim: on, autotune=first, rtol=per-dtype, atol=per-dtype, equal_nan=True, numerics=gpu, "
+            "grid=sequential, device=none, compile=off\n") in done.stdout, done.stdout[-2000:]
 
 
 def test_the_plugin_names_a_missing_triton_as_a_usage_error(tmp_path):
@@ -236,4 +237,3 @@ def test_the_summary_says_when_numba_compiled_kwshim_s_loops_and_not_when_its_ca
         said.append(re.findall(r"kwshim: numba compiled (\d+) of kwshim's loops in this run \([\d.]+ s\): "
                                r"a first run's cost", done.stdout))
     assert len(said[0]) == 1 and int(said[0][0]) >= 1 and said[1] == [], said
-

@@ -128,7 +128,8 @@ def test_kwshim_run_finds_a_module_and_a_directory_where_python_does(tmp_path):
 def test_kwshim_run_help_explains_the_policies_and_triton_interpret(tmp_path):
     done = kwshim("run", "--help", cwd=tmp_path)
     assert done.returncode == 0
-    assert "usage: kwshim run [--autotune POLICY]" in done.stdout and "(SCRIPT | DIRECTORY | -m MODULE) [ARGS ...]" in done.stdout
+    assert "usage: kwshim run [--autotune POLICY]" in done.stdout
+    assert "(SCRIPT | DIRECTORY | -m MODULE) [ARGS ...]" in done.stdout
     assert "[--asm KERNEL[:FORM]]" in done.stdout.split("\n\n")[0]  # every option is in the usage line
     assert "TRITON_INTERPRET=1" in done.stdout and "AutotuneSideEffectError" in done.stdout
 

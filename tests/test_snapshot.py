@@ -60,7 +60,8 @@ def test_a_view_that_covers_its_storage_is_compared_as_itself():
     with kwshim.activate(autotune="verify"):
         kernel = triton.autotune(configs=TWO, key=[])(by_config)
         with pytest.raises(ConfigDivergenceError, match=r"argument 'out_ptr' different: 1 of 8 elements differ, "
-                                                        r"largest absolute difference 1.0 \(1 against 2\), first at index \(0, 3\)$"):
+                                                        r"largest absolute difference 1.0 \(1 against 2\), "
+                                                        r"first at index \(0, 3\)$"):
             kernel[(1,)](out)
 
 

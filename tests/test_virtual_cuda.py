@@ -81,8 +81,6 @@ def test_what_cannot_be_emulated_fails_naming_kwshim(call, name):
     assert str(caught.value).startswith("kwshim: ") and name in str(caught.value)
 
 
-
-
 def test_calls_beside_the_kernels_answer_as_the_h200_s_cuda_build():
     """Device indices, legacy tensor types, streams, generators, the version, nvtx, autocast and
     ``triton.testing.do_bench``, against what the H200 answered (``parity/cuda_answers.py``)."""
@@ -290,8 +288,8 @@ def _flex_attention_against_sdpa(device):
     inputs = [torch.randn(1, 2, 256, 16, device=device, requires_grad=True) for _ in range(3)]
     copies = [tensor.detach().clone().requires_grad_(True) for tensor in inputs]
     flex = flex_attention(*inputs, block_mask=create_block_mask(causal, 1, 2, 256, 256, device=device))
-    sdpa = torch.nn.functional.scaled_dot_product_attention(*copies, attn_mask=create_mask(causal, 1, 2, 256, 256,
-                                                                                              device=device))
+    mask = create_mask(causal, 1, 2, 256, 256, device=device)
+    sdpa = torch.nn.functional.scaled_dot_product_attention(*copies, attn_mask=mask)
     flex.sum().backward()
     sdpa.sum().backward()
     return [(flex, sdpa)] + [(mine.grad, theirs.grad) for mine, theirs in zip(inputs, copies)]

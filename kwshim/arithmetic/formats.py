@@ -13,7 +13,8 @@ import functools
 
 import numpy as np
 
-__all__ = ["LOG2_E", "SMALLEST_NORMAL", "ML_DTYPES", "numpy_type", "is_ml_dtype", "numpy_dtype_function", "bits_type", "is_fp8", "finite_max",
+__all__ = ["LOG2_E", "SMALLEST_NORMAL",
+           "ML_DTYPES", "numpy_type", "is_ml_dtype", "numpy_dtype_function", "bits_type", "is_fp8", "finite_max",
            "missing_ml_dtypes", "type_name"]
 
 #: Triton's format names and the ``ml_dtypes`` type of each.

@@ -243,7 +243,7 @@ class ProgramAxisOperations:
         if stored is not None and None not in stored:
             for starts, kept, owners in stored:  # the values' bits, as the native store takes them
                 launch_state.batch.log.store_rows(starts, kept.view(f"uint{kept.dtype.itemsize * 8}"), owners,
-                                                 ptrs.pitch)
+                                                  ptrs.pitch)
             return
         ptr_data, value_data, mask_data = memory.operands(ptrs.data, value.data, mask.data)
         if mask_data.all():

@@ -379,7 +379,7 @@ def _checked(fn, args, grid, tensors):
     before.put(_same_bits)
     batched_before = launch_counts.batched_launches(fn)
     _run(fn, args, grid)
-    compared = launch_counts.batched_launches(fn) > batched_before  # a batch that fell back compared the loop with itself
+    compared = launch_counts.batched_launches(fn) > batched_before  # a batch that fell back compared the loop alone
     for (name, tensor), reference in zip(tensors, looped.values):
         index = _first_difference(reference, tensor)
         if index is not None:

@@ -34,7 +34,8 @@ def main(argv=None):
     run = commands.add_parser(
         "run", help="run a script or module with the switch on (kwshim.activate)",
         usage="kwshim run " + " ".join(f"[{field.flag()}]" if field.is_switch else f"[{field.flag()} {_metavar(field)}]"
-                                       for field in FIELDS) + " [--asm KERNEL[:FORM]] (SCRIPT | DIRECTORY | -m MODULE) [ARGS ...]",
+                                       for field in FIELDS)
+              + " [--asm KERNEL[:FORM]] (SCRIPT | DIRECTORY | -m MODULE) [ARGS ...]",
         formatter_class=argparse.RawDescriptionHelpFormatter,
         description="Run SCRIPT (a DIRECTORY's __main__.py, or MODULE) as python would, with the switch on: "
                     "every interpreted kernel binds\n"

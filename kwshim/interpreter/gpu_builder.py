@@ -32,7 +32,6 @@ from .refusals import _INTERPRETER, refuse_lowering as _refuse, type_name as _na
 __all__ = ["entries"]
 
 
-
 def _check_conversion(source, target, toward_zero):
     """Refuse a conversion that compiled Triton fails to lower for sm_90."""
     fp8 = (source.is_fp8(), target.is_fp8())

@@ -5,6 +5,7 @@ declare num_warps as a parameter and are launched with num_warps=..., which bare
 import torch
 from liger_kernel.ops.sparsemax import LigerSparsemaxFunction
 
+
 def reference(x):
     z, _ = torch.sort(x, dim=-1, descending=True)
     k = torch.arange(1, x.shape[-1] + 1, dtype=x.dtype)
@@ -13,6 +14,7 @@ def reference(x):
     kz = support.sum(-1, keepdim=True)
     tau = cssv.gather(-1, kz - 1) / kz.to(x.dtype)
     return torch.clamp(x - tau, min=0)
+
 
 torch.manual_seed(0)
 x = torch.randn(3, 10, requires_grad=True)
