@@ -7,7 +7,7 @@ on first use, and NumPy and torch only where the interpreter runs. The house is 
 
 from .doors.decorator import kwsafe
 from .doors.retrofit import kwsafe_module
-from .doors.switch import activate
+from .doors.switch import activate, active_settings
 from .errors import (AutotuneSideEffectError, ConfigDivergenceError, GridDivergenceError, LaunchArgumentError,
                      LaunchOptionError, MissingNumericsDependencyError, PlacementError, TritonNotFoundError,
                      UncompilableError, UnknownLaunchKeywordError, UnsupportedSignatureError, UnsupportedTritonError)
@@ -21,6 +21,7 @@ __all__ = [
     "kwsafe",
     "kwsafe_module",
     "activate",
+    "active_settings",
     "Settings",
     "set_target",
     "get_target",

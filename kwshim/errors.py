@@ -25,7 +25,7 @@ class LaunchArgumentError(TypeError):
     values, or a required parameter that nothing supplies. The message names the kernel and
     the parameter.
 
-    .. versionadded:: 0.1.0
+    Added in 0.1.0.
     """
 
 
@@ -36,7 +36,7 @@ class UnknownLaunchKeywordError(LaunchArgumentError, KeyError):
     Compiled Triton 3.x raises ``KeyError`` here and Python raises ``TypeError``; this error is
     both, so either ``except`` clause catches it.
 
-    .. versionadded:: 0.1.0
+    Added in 0.1.0.
     """
 
     def __init__(self, message, keywords=()):
@@ -52,14 +52,14 @@ class PlacementError(TypeError):
     """``kwsafe`` was applied to something that is not a Triton kernel, most often because
     ``@kwsafe`` was written in the wrong place in the decorator stack.
 
-    .. versionadded:: 0.1.0
+    Added in 0.1.0.
     """
 
 
 class TritonNotFoundError(ImportError):
     """No ``triton`` module is importable in this environment.
 
-    .. versionadded:: 0.1.0
+    Added in 0.1.0.
     """
 
 
@@ -67,7 +67,7 @@ class UnsupportedTritonError(RuntimeError):
     """The installed Triton cannot be made to follow the contract (Triton 2.1.0 has no
     ``TRITON_INTERPRET`` interpreter at all).
 
-    .. versionadded:: 0.1.0
+    Added in 0.1.0.
     """
 
 
@@ -76,7 +76,7 @@ class UnsupportedSignatureError(PlacementError):
     (keyword-only parameters before 3.9), or that kwshim cannot bind (variadic parameters).
     Refused when the kernel is wrapped, so that no launch can silently use a default.
 
-    .. versionadded:: 0.2.0
+    Added in 0.2.0.
     """
 
 
@@ -85,7 +85,7 @@ class LaunchOptionError(AssertionError):
     ``num_warps must be a power of 2``), or a deprecated launch keyword (``stream``) is given.
     Compiled Triton raises ``AssertionError`` here, and so does this.
 
-    .. versionadded:: 0.2.0
+    Added in 0.2.0.
     """
 
 
@@ -95,7 +95,7 @@ class ConfigDivergenceError(AssertionError):
     elements differ, the largest absolute difference and the first differing index.
     The tensors are back to their pre-launch state when it is raised.
 
-    .. versionadded:: 0.2.0
+    Added in 0.2.0.
     """
 
 
@@ -106,7 +106,7 @@ class AutotuneSideEffectError(AssertionError):
     update without ``restore_value``). The message names the kernel, the parameter, the size of
     the difference and the remedy. The tensors are back to their pre-launch state when it is raised.
 
-    .. versionadded:: 0.2.0
+    Added in 0.2.0.
     """
 
 
@@ -116,7 +116,7 @@ class UncompilableError(TypeError):
     formats or between fp8 and fp64, a rounding mode the target has no instruction for. Compiled
     Triton fails to compile such a kernel; the interpreter would have run it.
 
-    .. versionadded:: 0.2.0
+    Added in 0.2.0.
     """
 
 
@@ -124,7 +124,7 @@ class MissingNumericsDependencyError(ImportError):
     """A kernel computes on bf16 or fp8 values and ``ml_dtypes``, which holds them as real NumPy
     floats, is not installed (without it the interpreter computes on their raw bits).
 
-    .. versionadded:: 0.2.0
+    Added in 0.2.0.
     """
 
 
@@ -133,5 +133,5 @@ class GridDivergenceError(AssertionError):
     other bits than Triton's own loop, one program after another, left it. The message names the
     kernel, the argument and the first differing index; the loop's result is what the tensors hold.
 
-    .. versionadded:: 0.2.0
+    Added in 0.2.0.
     """

@@ -111,8 +111,23 @@ _DEFAULTS = {field.name: field.default for field in FIELDS}
 
 @dataclasses.dataclass(frozen=True, repr=False)
 class Settings:
-    """The choices of one activation of the switch. Immutable; ``ValueError`` naming kwshim for a
-    bad value."""
+    """The choices of one activation of the switch: what ``kwshim.activate(...)``, ``kwshim run
+    --NAME``, ``pytest --kwshim-NAME``, the ini key ``kwshim_NAME`` and ``KWSHIM_NAME`` set.
+    Immutable; a value of the wrong type is a ``TypeError`` and a bad value a ``ValueError``, each
+    naming kwshim. ``kwshim.active_settings()`` returns the one in force.
+
+    Attributes:
+        autotune: how autotuners tune on the CPU: ``"first"``, ``"all"`` (the default) or ``"verify"``.
+        rtol: ``verify``'s relative tolerance for floating point; None (the default): the dtype's,
+            as ``torch.testing.assert_close`` picks it.
+        atol: ``verify``'s absolute tolerance, likewise.
+        equal_nan: whether ``verify`` reads NaN in the same place as agreement (default True).
+        numerics: ``"gpu"`` (as an NVIDIA GPU computes, the default) or ``"ieee"`` (each operation
+            exactly rounded).
+        grid: ``"sequential"``, ``"batched"`` (the default) or ``"check"``.
+        device: None (the default) or ``"cuda"``, the virtual CUDA device.
+        compile: ``"off"`` (the default) or ``"check"`` (each specialization also compiled for the H200).
+    """
 
     autotune: str = _DEFAULTS["autotune"]
     rtol: Optional[float] = _DEFAULTS["rtol"]

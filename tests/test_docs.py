@@ -186,6 +186,17 @@ def test_no_page_shows_a_directive_that_markdown_does_not_read():
             assert ".. versionadded::" not in handle.read(), page
 
 
+def test_the_api_page_documents_every_public_name():
+    import kwshim
+
+    with open(os.path.join(ROOT, "docs", "reference", "api.md")) as handle:
+        text = handle.read()
+    documented = set(re.findall(r"^::: kwshim\.(\w+)$", text, re.M))
+    errors = {name for name in kwshim.__all__ if name.endswith("Error")}
+    assert "errors" in documented or errors <= documented
+    assert set(kwshim.__all__) - errors - {"__version__"} <= documented, set(kwshim.__all__) - documented
+
+
 def test_the_settings_tables_are_made_from_the_fields():
     sys.path.insert(0, os.path.join(ROOT, "measure"))
     try:

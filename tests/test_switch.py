@@ -57,6 +57,17 @@ def test_a_kernel_made_while_active_binds_and_behaves_bare_after(out):
     assert stored(out) == 104  # 3.3+ bare interpreters bind it themselves
 
 
+def test_code_asks_kwshim_active_settings_whether_it_runs_under_kwshim_and_how():
+    assert kwshim.active_settings() is None  # off: nothing in force
+    with kwshim.activate(device="cuda", grid="check"):
+        with kwshim.activate(autotune="first"):
+            inner = kwshim.active_settings()
+            assert isinstance(inner, kwshim.Settings)
+            assert (inner.autotune, inner.device, inner.grid) == ("first", "cuda", "check")  # inherited
+        assert kwshim.active_settings().autotune == "all"
+    assert kwshim.active_settings() is None
+
+
 def test_nesting_double_deactivation_and_the_policy_in_force():
     outer = kwshim.activate(autotune="first")
     inner = kwshim.activate(autotune="verify")

@@ -98,7 +98,8 @@ def activate(autotune: str = UNSET, *, rtol: float = UNSET, atol: float = UNSET,
     restored, as on a GPU; the first is chosen) or ``"verify"`` (``"all"``, and every Config must
     leave the tensors as the first does from the same snapshot, and the tuned launch as one clean
     launch does; compared exactly for integers and booleans and with ``rtol``/``atol``/``equal_nan``
-    for floating point: NaN in the same place agrees unless ``equal_nan=False``).
+    for floating point: NaN in the same place agrees unless ``equal_nan=False``; ``rtol`` and
+    ``atol`` not given are the dtype's, as ``torch.testing.assert_close`` picks them).
 
     ``numerics`` is the arithmetic of interpreted kernels: ``"gpu"`` (as compiled Triton computes on
     an NVIDIA GPU: TF32 and tensor-core dots, fused multiply-adds, the approximate
@@ -149,11 +150,16 @@ def activate_with(named: Union[Mapping[str, Any], Settings]) -> Handle:
 
 
 def is_active() -> bool:
+    """Whether the switch is on (some activation is in force)."""
     return bool(_HANDLES)
 
 
-def active_settings() -> Settings:
-    return in_force()
+def active_settings() -> Optional[Settings]:
+    """The settings in force: the innermost activation's, each one completed (``Settings``), or
+    None where kwshim's switch is off. A test asks it whether it runs under kwshim
+    (``pytest --kwshim``, ``kwshim run``, ``kwshim.activate``) and with which settings:
+    ``kwshim.active_settings() is not None and kwshim.active_settings().device == "cuda"``."""
+    return in_force() if _HANDLES else None
 
 
 def _settings_changed() -> None:

@@ -8,6 +8,11 @@ __all__ = ["GPU", "H200", "CUDA_VERSION", "device_index"]
 
 
 class GPU(NamedTuple):
+    """A GPU as ``torch.cuda.get_device_properties`` and Triton's driver describe it: its name,
+    capability (``major``, ``minor``), SM count, memory in bytes, and the per-block limits the
+    compile check holds a kernel to (``max_shared_memory``: the opt-in shared memory of a block).
+    ``H200`` is the one the virtual device states."""
+
     name: str
     major: int
     minor: int
