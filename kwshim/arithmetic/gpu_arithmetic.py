@@ -36,19 +36,16 @@ import sys
 
 import numpy as np
 
+from .. import launch_state
 from . import deferred_arithmetic, lane_order
 from .approximations import exp2_approximation, exp_approximation, flushed, flushing_approximation, subnormal
 from .fma import fma
 from .numpy_quiet import quiet
 
-__all__ = ["arithmetic_class", "requested_fusion", "fusion_enabled", "flushed", "subnormal", "exp_approximation",
+__all__ = ["arithmetic_class", "fusion_enabled", "flushed", "subnormal", "exp_approximation",
            "exp2_approximation", "flushing_approximation"]
 
 _INTERPRETER = "triton.runtime.interpreter"
-
-#: ``enable_fp_fusion`` as the launch in progress gives it (None: not given). Set for the length of a
-#: launch by the launch paths (``launch.kernel``), under the launch lock.
-requested_fusion = None
 
 _FUSION_ENVIRONMENT = ("TRITON_DEFAULT_FP_FUSION", "TRITON_FORCE_DISABLE_FP_FUSION")
 
@@ -63,8 +60,8 @@ def fusion_enabled() -> bool:
     """Whether compiled Triton would contract ``x * y + z`` for this launch."""
     if _FUSION_KEYS is not None:  # the variables' values are only the cache's key: the backend reads them
         data = os.environ._data  # type: ignore[attr-defined]
-        return _fusion(requested_fusion, *(data.get(key) for key in _FUSION_KEYS))
-    return _fusion(requested_fusion, *(os.environ.get(name) for name in _FUSION_ENVIRONMENT))
+        return _fusion(launch_state.requested_fusion, *(data.get(key) for key in _FUSION_KEYS))
+    return _fusion(launch_state.requested_fusion, *(os.environ.get(name) for name in _FUSION_ENVIRONMENT))
 
 
 @functools.lru_cache(maxsize=None)

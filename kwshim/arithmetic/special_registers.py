@@ -13,7 +13,7 @@ assembly reading ``%globaltimer`` and ``%smid`` ("inline_asm not supported in in
   choice). Any other assembly raises as before.
 - ``install``: ``tl.extra.cuda``'s four functions run their release's own code with the
   interpreter's front end (so its ``inline_asm_elementwise`` reaches the builder), ``num_warps``
-  being the launch's (``launch_warps``, set by the launch paths; 4, Triton's NVIDIA default, where
+  being the launch's (``launch_state.launch_warps``, set by the launch paths; 4, Triton's NVIDIA default, where
   the launch gives none) and ``num_threads`` 32 times it.
 """
 
@@ -23,18 +23,16 @@ import time
 
 import numpy as np
 
+from .. import launch_state
 from ..compat import front_end, front_end_keyword
 
-__all__ = ["read", "Results", "install", "originals", "launch_warps", "warps_reads", "body_warps", "SMS"]
+__all__ = ["read", "Results", "install", "originals", "warps_reads", "body_warps", "SMS"]
 
 _INTERPRETER = "triton.runtime.interpreter"
 _MODULES = ("triton.language.extra.cuda", "triton.language.extra.cuda.utils")
 
 #: The stated GPU's SM count (the H200's), which ``%smid`` stays below.
 SMS = 132
-#: ``num_warps`` of the launch in progress (None: not given, Triton's default of 4). Set for the
-#: length of a launch by the launch paths (``launch.kernel``), under the launch lock.
-launch_warps = None
 #: How often a kernel's body has read ``launch_warps`` (``body_warps``): a trace recorded across such a
 #: read holds it as a constant, so it is good for its launch's warps alone (``replay``).
 warps_reads = 0
@@ -106,7 +104,7 @@ def body_warps():
     """The launch's ``num_warps``, read by a kernel's body (counted in ``warps_reads``)."""
     global warps_reads
     warps_reads += 1
-    return 4 if launch_warps is None else launch_warps
+    return 4 if launch_state.launch_warps is None else launch_state.launch_warps
 
 
 def _warps(original):

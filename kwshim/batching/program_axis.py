@@ -37,9 +37,9 @@ import numpy as np
 from . import batching_rules, block_pointers, memory, rows
 
 from ..arithmetic import inline_ptx
-from ..interpreter import launch_state
+from .. import launch_state
 from ..interpreter.gpu_builder import predicate
-from ..interpreter.launch_state import Fallback
+from ..launch_state import Fallback
 
 __all__ = ["Fallback", "Diverged", "ProgramAxisOperations", "batched_builder_class", "tensor_entries", "truth",
            "index"]

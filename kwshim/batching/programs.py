@@ -31,7 +31,8 @@ import numpy as np
 
 from ..arithmetic import dot_chains
 from ..compat.interpreter import launched_function
-from ..interpreter import fixes, language_patch, launch_state, refusals
+from .. import launch_state
+from ..interpreter import fixes, language_patch, refusals
 from ..settings import in_force
 from . import launch_counts, plain_launch, program_groups, replay
 from .launch_counts import launch_record, merge_records  # noqa: F401  (the pytest door reads them here)

@@ -11,8 +11,7 @@ as what steers its Python is the same. Those are the guards:
   and floats, which the body turns into constants);
 - every value the body reads from a tensor: ``bool()`` and ``index()``, that is ``if``, ``while``
   and ``range`` (``program_axis.on_read``), each recorded with the value it had;
-- the launch's ``num_warps``, where the body read it (``tl.extra.cuda.num_warps()``); a trace whose
-  body did not is any warps' (a reduction reads them as it runs: the lanes' order).
+- the launch's ``num_warps``, where the body read it (``tl.extra.cuda.num_warps()``); else any warps.
 
 The first batch of a specialization runs the body and records its builder operations, reductions
 and scans as steps on numbered slots (``Recorder``); the launch's tensor arguments are the inputs.
@@ -22,10 +21,10 @@ wait in the batch's ``StoreLog`` until it commits, so a replay that misses has w
 
 A loop whose bounds differ between programs (``program_range``'s lockstep ``range``) records its trip
 count and each index as steps (``recorded``), and its index's arithmetic with ints too. A body
-that hands a recorded step a value no step made cannot be replayed (``tl.sort``'s CPU path, a tuple
-or tensor descriptor argument): its
-batches run the body each time, as before. A replay releases each slot after its last use, so it
-holds no more than the body's own run would; the traces kept are bounded (``_KEYS``, ``_PER_KEY``).
+that hands a recorded step a value no step made cannot be replayed (``tl.sort``'s CPU path, a
+tuple or tensor descriptor argument): its batches run the body each time, as before. A replay
+releases each slot after its last use, so it holds no more than the body's own run would; the
+traces kept are bounded (``_KEYS``, ``_PER_KEY``).
 """
 
 import functools
@@ -33,6 +32,7 @@ import sys
 import threading
 from collections import OrderedDict
 
+from .. import launch_state
 from ..arithmetic import special_registers
 from . import program_axis, replay_code
 from .specialization import constant_types as _constant_types, key
@@ -255,7 +255,7 @@ class Trace:
         self.size, self.inputs, self.per_program = recorder.size, tuple(recorder.inputs), per_program
         self.hint = None  #: the value of the group of programs it was recorded for (``traces``)
         #: the launch's num_warps where the body read it (a constant of the steps), else any
-        self.warps = special_registers.launch_warps if special_registers.warps_reads != recorder.warps_reads \
+        self.warps = launch_state.launch_warps if special_registers.warps_reads != recorder.warps_reads \
             else _ANY_WARPS
         recorded = merged([step for step in recorder.steps if type(step) is Guard or not only_a_type(step, step[4])])
         last = {}
@@ -291,7 +291,7 @@ class Trace:
     def replay(self, builder, args):
         """The recorded steps on ``args``' handles (``Miss`` where a guard reads another value, or the
         body read another launch's num_warps)."""
-        if self.warps is not _ANY_WARPS and self.warps != special_registers.launch_warps:
+        if self.warps is not _ANY_WARPS and self.warps != launch_state.launch_warps:
             raise Miss()
         if self.code is not None:
             return self.code(builder, args)

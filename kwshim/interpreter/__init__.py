@@ -7,7 +7,6 @@ and around each launch of a wrapped kernel (``launch_scope``).
 - ``gpu_reductions``: the interpreter's reduce and scan classes as the GPU reduces;
 - ``language_patch``: the interpreter's patch of ``triton.language``, made only where needed;
 - ``refusals``: what compiled Triton refuses, raised as it raises it;
-- ``launch_state``: what one launch carries that the operations read (the batch, ``Fallback``).
 
 It sits between ``kwshim.batching`` (above: running a launch's programs together) and
 ``kwshim.arithmetic`` (below: the H200's arithmetic). Its modules need NumPy (the interpreter's own
@@ -19,8 +18,7 @@ import functools
 import gc
 import threading
 
-__all__ = ["install", "use_numerics", "launch_scope", "collector_paused", "arithmetic_module",
-           "special_registers_module", "LAUNCH_LOCK"]
+__all__ = ["install", "use_numerics", "launch_scope", "collector_paused", "LAUNCH_LOCK"]
 
 #: Serializes what interpreted launches share: the interpreter's one builder object and module
 #: globals (the GPU arithmetic sets them for a launch), and from 3.6 ``triton.language``, which the
@@ -57,20 +55,6 @@ def use_numerics(patch, numerics: str) -> None:
 
     for owner, name, value in entries(numerics):
         patch.set(owner, name, value)
-
-
-def arithmetic_module():
-    """The ``gpu_arithmetic`` module (imported on first use: it needs NumPy)."""
-    from ..arithmetic import gpu_arithmetic as module
-
-    return module
-
-
-def special_registers_module():
-    """The ``special_registers`` module (imported on first use: it needs NumPy)."""
-    from ..arithmetic import special_registers as module
-
-    return module
 
 
 def launch_scope(fn):

@@ -32,8 +32,8 @@ import types
 
 import numpy as np
 
+from .. import launch_state
 from ..arithmetic import scaled_dots
-from . import launch_state
 
 __all__ = ["install", "rewritten"]
 

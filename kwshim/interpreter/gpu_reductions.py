@@ -11,7 +11,8 @@ import sys
 
 import numpy as np
 
-from ..arithmetic import deferred_arithmetic, dot_chains, gpu_arithmetic, lane_order, special_registers
+from .. import launch_state
+from ..arithmetic import deferred_arithmetic, dot_chains, gpu_arithmetic, lane_order
 from .refusals import _INTERPRETER, refuse_lowering as _refuse, type_name as _name
 
 __all__ = ["reduction_class"]
@@ -65,7 +66,7 @@ def reduction_class(cls):
         block = (math.prod(shape[batched:]),) if whole else shape[batched:]
         if input.dtype.scalar.name not in _LANE_ORDERED or not 1 <= len(block) <= 2:
             return None
-        warps = 4 if special_registers.launch_warps is None else special_registers.launch_warps
+        warps = 4 if launch_state.launch_warps is None else launch_state.launch_warps
         itemsize = getattr(input.handle, "kwshim_loaded_itemsize", None) or \
             deferred_arithmetic.element_type(input.handle).itemsize
         layout = lane_order.blocked_layout(tuple(block), itemsize, warps)[0 if whole else axis - batched]

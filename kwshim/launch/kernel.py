@@ -19,7 +19,7 @@ from typing import Any, Dict, Tuple
 
 import wrapt
 
-from .. import compat, interpreter
+from .. import compat, interpreter, launch_state
 from ..errors import LaunchArgumentError, UnsupportedSignatureError
 from ..patching import Patch
 from ..settings import ACTIVATIONS
@@ -124,9 +124,9 @@ class LaunchPaths:
                 if hooks:  # the interpreter must not call the hooks again
                     patch.setattr(kernel, "pre_run_hooks", [])
                 if fusion:  # a launch option the interpreter drops: the GPU arithmetic follows it
-                    patch.setattr(interpreter.arithmetic_module(), "requested_fusion", bool(kwargs["enable_fp_fusion"]))
+                    patch.setattr(launch_state, "requested_fusion", bool(kwargs["enable_fp_fusion"]))
                 if warps:  # ... and tl.extra.cuda.num_warps() answers it
-                    patch.setattr(interpreter.special_registers_module(), "launch_warps", kwargs["num_warps"])
+                    patch.setattr(launch_state, "launch_warps", kwargs["num_warps"])
                 result = raw(grid, positional, keywords)
             return result if compiled is None else compiled
 
