@@ -67,8 +67,7 @@ def bound(executor, args_dev, kwargs) -> Optional[dict]:
     if signature is None or len(args_dev) > len(signature[0]):
         return None
     names, defaults = signature
-    interpreter = sys.modules[_INTERPRETER]
-    dropped = getattr(interpreter, "RESERVED_KWS", None)  # up to 3.2; later releases drop any non-parameter
+    dropped = compat.reserved_keywords_dropped()  # up to 3.2; later releases drop any non-parameter
     args = dict(zip(names, args_dev))
     for name, value in kwargs.items():
         if name in names:
@@ -87,7 +86,7 @@ def bound(executor, args_dev, kwargs) -> Optional[dict]:
     for value in args.values():
         if not _plain(value, tensor_classes, language_classes):
             return None
-    constexprs = executor.constexprs
+    constexprs, interpreter = executor.constexprs, sys.modules[_INTERPRETER]
     return {name: value if name in constexprs else _converted(value, tensor_classes, interpreter)
             for name, value in args.items()}
 

@@ -30,7 +30,7 @@ from typing import Dict
 import numpy as np
 
 from ..arithmetic import dot_chains
-from ..compat.interpreter import launched_function
+from ..compat.interpreter import launched_function, module_wide_builder
 from .. import launch_state
 from ..interpreter import fixes, language_patch, refusals
 from ..settings import in_force
@@ -72,9 +72,7 @@ def forget(fn) -> None:
 
 def batching_works() -> bool:
     """Whether the installed interpreter has what a batch needs (a module-wide builder, 3.0 on)."""
-    interpreter = sys.modules.get(_INTERPRETER)
-    return interpreter is not None and hasattr(interpreter, "interpreter_builder") and \
-        hasattr(interpreter, "GridExecutor")
+    return module_wide_builder()
 
 
 def install(patch) -> None:

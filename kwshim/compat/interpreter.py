@@ -11,7 +11,8 @@ from .classes import import_triton, kernel_classes
 __all__ = ["compiler_accepts", "pristine_interpreter_methods", "interpreter_shares_launch_state",
            "interpreter_restores_patches", "run_requires_warmup", "injected_keywords", "binary_ufunc",
            "native_masked_load", "native_masked_store", "dot_scaled_reads_constexpr_formats",
-           "block_pointer_masks_below_zero", "launched_function", "handle_maker", "front_end_keyword", "front_end"]
+           "block_pointer_masks_below_zero", "launched_function", "handle_maker", "front_end_keyword", "front_end",
+           "interpreted_has_warmup", "module_wide_builder", "reserved_keywords_dropped"]
 
 
 @functools.lru_cache(maxsize=None)
@@ -305,3 +306,22 @@ def front_end(keyword):
     """The interpreter's front end for ``keyword`` (``front_end_keyword``): its semantic or builder."""
     interpreter = sys.modules["triton.runtime.interpreter"]
     return interpreter.interpreter_semantic if keyword == "_semantic" else interpreter.interpreter_builder
+
+
+def interpreted_has_warmup() -> bool:
+    """Whether the interpreter's kernel class has compiled Triton's ``warmup`` (3.6 on; not up to 3.5)."""
+    return hasattr(kernel_classes().interpreted, "warmup")
+
+
+def module_wide_builder() -> bool:
+    """Whether the installed interpreter runs every program through one module-wide builder object
+    and a ``GridExecutor`` (3.0 on; 2.x has neither): what a batch of programs needs."""
+    interpreter = sys.modules.get("triton.runtime.interpreter")
+    return interpreter is not None and hasattr(interpreter, "interpreter_builder") and \
+        hasattr(interpreter, "GridExecutor")
+
+
+def reserved_keywords_dropped():
+    """The launch keywords the interpreter strips before binding (its ``RESERVED_KWS``, up to 3.2),
+    or None where it drops every keyword that names no parameter instead (3.3 on)."""
+    return getattr(sys.modules.get("triton.runtime.interpreter"), "RESERVED_KWS", None)

@@ -16,25 +16,25 @@ __all__ = ["PRIVATE_NAMES", "PROBED", "FOUND", "resolves", "found_here"]
 #: dotted name: what kwshim uses it for (and where)
 PRIVATE_NAMES: Dict[str, str] = {
     "triton.runtime.interpreter.GridExecutor": "the grid seam: its __call__ computes the grid, then loops "
-                                               "(interpreter/grid.py)",
+                                               "(batching/programs.py)",
     "triton.runtime.interpreter.GridExecutor.__call__": "wrapped to run a launch's programs batched "
-                                                        "(interpreter/grid.py)",
+                                                        "(batching/programs.py)",
     "triton.runtime.interpreter.InterpretedFunction": "the interpreted kernel class the switch patches "
                                                       "(compat/classes.py)",
     "triton.runtime.interpreter.InterpretedFunction.run": "replaced by the binding launch path (launch/kernel.py)",
-    "triton.runtime.interpreter.InterpreterError": "unwrapped to the kernel's own exception (interpreter/grid.py)",
+    "triton.runtime.interpreter.InterpreterError": "unwrapped to the kernel's own exception (batching/programs.py)",
     "triton.runtime.interpreter.interpreter_builder": "the one builder object, given the GPU's arithmetic "
                                                       "(interpreter/gpu_builder.py)",
     "triton.runtime.interpreter.interpreter_semantic": "the semantic object libdevice stubs take "
-                                                       "(interpreter/libdevice.py)",
+                                                       "(arithmetic/libdevice.py)",
     "triton.runtime.interpreter.TensorHandle": "the interpreter's value: data and dtype (launch/scalars.py, "
                                                "interpreter/)",
     "triton.runtime.interpreter._implicit_cvt": "scalar arguments converted as compiled Triton types them "
                                                 "(launch/scalars.py)",
-    "triton.runtime.interpreter._get_np_dtype": "Triton dtypes to NumPy's (interpreter/formats.py)",
+    "triton.runtime.interpreter._get_np_dtype": "Triton dtypes to NumPy's (arithmetic/formats.py)",
     "triton.runtime.interpreter._patch_lang_tensor": "mended to give tl.tensor a working __index__ "
                                                      "(interpreter/fixes.py, program_axis.py)",
-    "triton.runtime.interpreter._patch_lang_core": "the batched range (interpreter/program_range.py)",
+    "triton.runtime.interpreter._patch_lang_core": "the batched range (batching/program_range.py)",
     "triton.runtime.interpreter._LangPatchScope": "how 3.6+ patches triton.language for one launch "
                                                   "(compat/interpreter.py)",
     "triton.runtime.interpreter.FunctionRewriter": "the AST rewriting of kernels before 3.x's interpretation "
@@ -44,11 +44,11 @@ PRIVATE_NAMES: Dict[str, str] = {
     "triton.runtime.autotuner.Autotuner._bench": "one Config's benchmark, run on the CPU (autotune/patch.py)",
     "triton.runtime.autotuner.Autotuner.do_bench": "the benchmarker of compiled autotuners (autotune/patch.py)",
     "triton.language.standard._sum_combine": "a reduction run natively over a program axis "
-                                             "(interpreter/program_axis.py)",
+                                             "(batching/program_axis.py)",
     "triton.language.standard._elementwise_max": "a reduction run natively over a program axis "
-                                                 "(interpreter/program_axis.py)",
+                                                 "(batching/program_axis.py)",
     "triton.language.standard._argmax_combine_tie_break_left": "a reduction run natively over a program axis "
-                                                               "(interpreter/program_axis.py)",
+                                                               "(batching/program_axis.py)",
     "triton.runtime.driver.driver._active": "the virtual device's driver, 3.4 on (virtual_cuda/triton_driver.py)",
     "triton.runtime.driver.driver._obj": "the virtual device's driver, 2.x (virtual_cuda/triton_driver.py)",
     "triton.compiler.backends": "2.x's backend option classes (compat/backends.py)",

@@ -186,7 +186,7 @@ def _install(settings: Settings):
     try:
         patch.setattr(classes.interpreted, "__getitem__", launcher_via_paths)
         patch.setattr(classes.interpreted, "run", RunSlot())
-        if not hasattr(classes.interpreted, "warmup"):  # up to 3.5: compiled Triton's kernels have one
+        if not compat.interpreted_has_warmup():  # up to 3.5: compiled Triton's kernels have one
             patch.setattr(classes.interpreted, "warmup", warmup_via_paths)
         interpreting = compat.interpreter_on()
         if classes.autotuner is not None:
