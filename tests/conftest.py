@@ -77,6 +77,18 @@ RELEASE_INDEPENDENT = (
     "tests/test_virtual_cuda.py::test_a_second_gpu_fails_as_on_a_one_gpu_machine_naming_kwshim",
     "tests/test_virtual_cuda.py::test_autocast_on_cuda_computes_in_fp16_by_default_and_custom_fwd_casts",
     "tests/test_virtual_cuda.py::test_the_device_with_the_interpreter_off_is_one_line_at_each_door",
+    "tests/test_docs.py::test_what_the_readme_runs_after_make_demo",
+    "tests/test_docs.py::test_the_ci_page_says",
+    "tests/test_docs.py::test_no_page_shows_a_directive",
+    "tests/test_docs.py::test_the_api_page_documents",
+    "tests/test_runner.py::test_kwshim_run_refuses_a_package_without_main",
+    "tests/test_runner.py::test_kwshim_run_reads_an_abbreviated_option",
+    "tests/test_packaging.py::test_the_interpreter_extras_keep_numpy_below_2_4",
+    # numba's compiles of kwshim's loops, and the summary saying so: the door's, and kwshim's own loops
+    "tests/test_pytest_plugin.py::test_the_summary_says_when_numba_compiled",
+    "tests/test_pytest_plugin.py::test_under_grid_check_the_summary_says_how_many_launches_were_compared[workers1]",
+    # torch's CPU paths by instruction set, under the device: no kernel runs
+    "tests/test_device_tensors.py::test_the_half_matmul_rule_holds_on_every_instruction_set",
 )
 #: ...but for these, which read the installed Triton.
 _RELEASE_DEPENDENT = ("tests/test_check.py::test_the_static_reserved_names_cover_the_installed_releases",)
