@@ -12,7 +12,8 @@ __all__ = ["compiler_accepts", "pristine_interpreter_methods", "interpreter_shar
            "interpreter_restores_patches", "run_requires_warmup", "injected_keywords", "binary_ufunc",
            "native_masked_load", "native_masked_store", "dot_scaled_reads_constexpr_formats",
            "block_pointer_masks_below_zero", "launched_function", "handle_maker", "front_end_keyword", "front_end",
-           "interpreted_has_warmup", "module_wide_builder", "reserved_keywords_dropped"]
+           "interpreted_has_warmup", "module_wide_builder", "reserved_keywords_dropped",
+           "boolean_operators", "chained_comparisons_refused"]
 
 
 @functools.lru_cache(maxsize=None)
@@ -325,3 +326,32 @@ def reserved_keywords_dropped():
     """The launch keywords the interpreter strips before binding (its ``RESERVED_KWS``, up to 3.2),
     or None where it drops every keyword that names no parameter instead (3.3 on)."""
     return getattr(sys.modules.get("triton.runtime.interpreter"), "RESERVED_KWS", None)
+
+
+@functools.lru_cache(maxsize=None)
+def boolean_operators() -> str:
+    """How the installed compiler's code generator reads ``and``/``or`` between Triton values:
+    ``"short_circuit"`` (3.4 on: any number of values, a constexpr that decides is the result, the
+    tensors combined) or ``"pairwise"`` (up to 3.3: two values, both visited, a chain of three
+    refused). Read from its ``visit_BoolOp`` (what it refuses), once."""
+    import_triton()
+    try:
+        from triton.compiler.code_generator import CodeGenerator
+
+        source = inspect.getsource(CodeGenerator.visit_BoolOp)
+    except (ImportError, AttributeError, OSError, TypeError):
+        return "short_circuit"
+    return "pairwise" if "chained boolean operators" in source else "short_circuit"
+
+
+@functools.lru_cache(maxsize=None)
+def chained_comparisons_refused() -> bool:
+    """Whether the installed compiler refuses ``a < b < c`` ("simultaneous multiple comparison is not
+    supported": up to 3.8; 3.9 compiles a chain). Read from its ``visit_Compare``, once."""
+    import_triton()
+    try:
+        from triton.compiler.code_generator import CodeGenerator
+
+        return "simultaneous multiple comparison" in inspect.getsource(CodeGenerator.visit_Compare)
+    except (ImportError, AttributeError, OSError, TypeError):
+        return False

@@ -34,6 +34,7 @@ import numpy as np
 
 from .. import launch_state
 from ..arithmetic import scaled_dots
+from . import python_operators, source_rewrite
 
 __all__ = ["install", "rewritten"]
 
@@ -187,9 +188,10 @@ _TENSOR_LOOPS = ("range",)
 @functools.lru_cache(maxsize=None)
 def _loop_variables(transformer_class):
     """``transformer_class`` (the release's ``ASTTransformer``) also assigning a ``range`` loop's
-    variable to itself at the top of the body, which the release's own ``visit_Assign`` makes a tensor."""
+    variable to itself at the top of the body, which the release's own ``visit_Assign`` makes a tensor,
+    and reading ``and``, ``or``, ``not`` and chained comparisons as compiled Triton (``python_operators``)."""
 
-    class LoopVariables(transformer_class):
+    class LoopVariables(python_operators.Operators, transformer_class):
         def visit_For(self, node):
             node = self.generic_visit(node)
             call = node.iter
@@ -217,41 +219,50 @@ def rewritten(fn):
     return _REWRITTEN.get(fn)
 
 
+def _install_own_rewrites(patch, interpreter):
+    """Where the release rewrites no kernel (3.0, 3.1): a kernel's and a jitted helper's source
+    rewritten by kwshim where ``python_operators`` needs it (``source_rewrite.rewritten``)."""
+    executor, function = getattr(interpreter, "GridExecutor", None), getattr(interpreter, "InterpretedFunction", None)
+    if executor is None or function is None or callable(getattr(interpreter, "FunctionRewriter", None)):
+        return
+    init, call = vars(executor)["__init__"], vars(function)["__call__"]
+
+    def __init__(self, fn, *args, **kwargs):
+        init(self, fn, *args, **kwargs)
+        self.fn = source_rewrite.rewritten(fn)
+        if self.fn is not fn:
+            _REWRITTEN[fn] = self.fn
+
+    def __call__(self, *args, **kwargs):  # a jitted helper's call, as the release's, over its rewrite
+        fn = self.fn
+        self.fn = source_rewrite.rewritten(fn)
+        try:
+            return call(self, *args, **kwargs)
+        finally:
+            self.fn = fn
+
+    patch.setattr(executor, "__init__", __init__)
+    patch.setattr(function, "__call__", __call__)
+
+
 def _install_loop_variables(patch, interpreter):
     rewriter = getattr(interpreter, "FunctionRewriter", None)
     transformer = getattr(rewriter, "ast_transformer", None)
     function = getattr(interpreter, "InterpretedFunction", None)
-    if transformer is None or function is None or not isinstance(vars(function).get("rewritten_fn"), dict):
+    if transformer is None or function is None or not isinstance(vars(function).get("rewritten_fn"), dict) \
+            or not callable(vars(rewriter).get("_compile_and_exec")):  # where the rewrite is compiled: its global
         return
     patch.setattr(rewriter, "ast_transformer", _loop_variables(type(transformer))())
-    if callable(vars(rewriter).get("_compile_and_exec")):
-        patch.setattr(rewriter, "_compile_and_exec", _closure_exec(vars(rewriter)["_compile_and_exec"]))
+    patch.setattr(rewriter, "_compile_and_exec", _closure_exec(vars(rewriter)["_compile_and_exec"]))
     patch.setattr(function, "rewritten_fn", _REWRITTEN)
 
 
 def _closure_exec(original):
     """The release's ``FunctionRewriter._compile_and_exec``, the rewritten kernel keeping the cells
-    of the names the kernel closes over: its definition is compiled inside a function of those
-    names, and the function it gives is made again over the kernel's own cells."""
+    of the names the kernel closes over (``source_rewrite.in_closure``)."""
 
     def _compile_and_exec(self, transformed_ast):
-        code, cells = self.fn.__code__, self.fn.__closure__
-        if not cells or len(transformed_ast.body) != 1 or not isinstance(transformed_ast.body[0], ast.FunctionDef):
-            return original(self, transformed_ast)
-        definition = transformed_ast.body[0]
-        generic = {"type_params": []} if "type_params" in ast.FunctionDef._fields else {}  # Python 3.12 on
-        outer = ast.FunctionDef(name=self.fn.__name__, args=ast.arguments(
-            posonlyargs=[], args=[ast.arg(arg=name) for name in code.co_freevars], kwonlyargs=[], kw_defaults=[],
-            defaults=[]), body=[definition, ast.Return(value=ast.Name(id=definition.name, ctx=ast.Load()))],
-            decorator_list=[], returns=None, **generic)
-        module = ast.fix_missing_locations(ast.Module(body=[ast.copy_location(outer, definition)], type_ignores=[]))
-        rewritten = original(self, module)(*([None] * len(code.co_freevars)))
-        own = dict(zip(code.co_freevars, cells))
-        kept = types.FunctionType(rewritten.__code__, rewritten.__globals__, rewritten.__name__,
-                                  rewritten.__defaults__, tuple(own[name] for name in rewritten.__code__.co_freevars))
-        kept.__kwdefaults__, kept.__annotations__ = rewritten.__kwdefaults__, rewritten.__annotations__
-        kept.__qualname__, kept.__module__ = rewritten.__qualname__, rewritten.__module__
-        return kept
+        return source_rewrite.in_closure(self.fn, transformed_ast, lambda module: original(self, module))
 
     return _compile_and_exec
 
@@ -379,6 +390,7 @@ def install(patch):
             patch.setattr(builder_class, name, replacement)
     scaled_dots.install(patch, builder_class)
     _install_loop_variables(patch, interpreter)
+    _install_own_rewrites(patch, interpreter)
     for name, operator in _constexpr_operators(tl.core.constexpr, tl.core.tensor):
         patch.setattr(tl.core.constexpr, name, operator)
     mended = _mended_tensor_patch(interpreter)
