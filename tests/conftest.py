@@ -87,6 +87,9 @@ RELEASE_INDEPENDENT = (
     # numba's compiles of kwshim's loops, and the summary saying so: the door's, and kwshim's own loops
     "tests/test_pytest_plugin.py::test_the_summary_says_when_numba_compiled",
     "tests/test_pytest_plugin.py::test_under_grid_check_the_summary_says_how_many_launches_were_compared[workers1]",
+    "tests/test_pytest_plugin.py::test_the_summary_counts_the_passed_tests_that_launched_no_kernel_and_an_option_"
+    "lists_them[workers1]",
+    "tests/test_pytest_plugin.py::test_kwshim_no_kernel_without_kwshim_is_a_usage_error",
     # torch's CPU paths by instruction set, under the device: no kernel runs
     "tests/test_device_tensors.py::test_the_half_matmul_rule_holds_on_every_instruction_set",
 )

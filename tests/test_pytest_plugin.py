@@ -241,3 +241,54 @@ def test_the_summary_says_when_numba_compiled_kwshim_s_loops_and_not_when_its_ca
         said.append(re.findall(r"kwshim: numba compiled (\d+) of kwshim's loops in this run \([\d.]+ s\): "
                                r"a first run's cost", done.stdout))
     assert len(said[0]) == 1 and int(said[0][0]) >= 1 and said[1] == [], said
+
+
+IDLE_TESTS = textwrap.dedent("""
+    import torch
+    import triton
+    import triton.language as tl
+
+    @triton.jit
+    def iota(out_ptr):
+        tl.store(out_ptr + tl.arange(0, 4), tl.arange(0, 4))
+
+    def test_launches_a_kernel():
+        out = torch.zeros(4, dtype=torch.int32)
+        iota[(1,)](out)
+        assert out.tolist() == [0, 1, 2, 3]
+
+    def test_compares_torch_with_torch():
+        assert torch.abs(torch.tensor([-1.0])).item() == 1.0
+
+    def test_fails():
+        assert False
+""")
+
+
+@pytest.mark.parametrize("workers", [[], ["-n", "2"]])
+def test_the_summary_counts_the_passed_tests_that_launched_no_kernel_and_an_option_lists_them(tmp_path, workers):
+    """A suite whose kernels are never reached passes vacuously: the summary says how many passed
+    tests launched nothing (a failed test is not counted), gathered from every xdist worker."""
+    from kwshim import compat
+
+    if not compat.module_wide_builder():
+        pytest.skip("2.x: no grid seam to count launches at")
+    (tmp_path / "test_idle.py").write_text(IDLE_TESTS)
+    for listing in ([], ["--kwshim-no-kernel"]):
+        done = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--kwshim", *workers,
+                               *listing, "test_idle.py"], capture_output=True, text=True, cwd=tmp_path,
+                              env=environment(), timeout=300)
+        assert done.returncode == 1, done.stdout[-2000:] + done.stderr[-2000:]  # test_fails
+        lines = done.stdout.splitlines()
+        if listing:
+            at = lines.index("kwshim: 1 of 2 passed tests launched no Triton kernel")
+            assert lines[at + 1] == "  test_idle.py::test_compares_torch_with_torch", done.stdout
+        else:
+            assert "kwshim: 1 of 2 passed tests launched no Triton kernel (--kwshim-no-kernel lists them)" in lines
+            assert "test_idle.py::test_compares_torch_with_torch" not in done.stdout.replace("PASSED", "")
+
+
+def test_kwshim_no_kernel_without_kwshim_is_a_usage_error(tmp_path):
+    done = run_pytest(tmp_path, "--kwshim-no-kernel")
+    assert done.returncode == 4 and "--kwshim-no-kernel needs --kwshim" in done.stderr, done.stderr[-2000:]
+

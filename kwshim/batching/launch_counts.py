@@ -7,13 +7,25 @@ Only launches of two or more programs count (a batch can speed nothing else), un
 import threading
 from typing import Dict
 
-__all__ = ["count", "not_counted", "checked", "batched_launches", "launch_record", "merge_records", "REASONS"]
+__all__ = ["count", "not_counted", "checked", "batched_launches", "launch_record", "merge_records", "REASONS",
+           "launched", "total"]
 
 _LOCK = threading.Lock()
 #: kernel function -> [launches batched, launches that ran the loop, replayed a trace, compared by check]
 _LAUNCHES: Dict[object, list] = {}
 #: kernel function -> why its last batch fell back: ``programs``' own dict, read for the record.
 REASONS: Dict[object, str] = {}
+
+
+#: Every interpreted launch through the grid seam in this process, of one program or many: what the
+#: pytest door reads to tell a test that launched no kernel.
+total = 0
+
+
+def launched() -> None:
+    """One more interpreted launch (``total``)."""
+    global total
+    total += 1
 
 
 def count(fn, batched, replayed=False) -> None:

@@ -92,6 +92,7 @@ def install(patch) -> None:
 
 def _grid_call(original):
     def __call__(self, *args_dev, **kwargs):
+        launch_counts.launched()
         chained, dot_chains.launch_chained = dot_chains.launch_chained, dot_chains.chains_dots(self.fn)
         try:
             return _launch(self, *args_dev, **kwargs)

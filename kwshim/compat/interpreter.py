@@ -317,9 +317,11 @@ def interpreted_has_warmup() -> bool:
 def module_wide_builder() -> bool:
     """Whether the installed interpreter runs every program through one module-wide builder object
     and a ``GridExecutor`` (3.0 on; 2.x has neither): what a batch of programs needs."""
-    interpreter = sys.modules.get("triton.runtime.interpreter")
-    return interpreter is not None and hasattr(interpreter, "interpreter_builder") and \
-        hasattr(interpreter, "GridExecutor")
+    try:
+        interpreter = importlib.import_module("triton.runtime.interpreter")
+    except ImportError:
+        return False
+    return hasattr(interpreter, "interpreter_builder") and hasattr(interpreter, "GridExecutor")
 
 
 def reserved_keywords_dropped():

@@ -24,6 +24,8 @@ _HANDLE_KEY = "_kwshim_handle"
 _COMPILES_KEY = "kwshim_numba_compiles"
 _PROBLEMS_KEY = "_kwshim_start_up_problems"
 _WORKER_KEY = "kwshim_grid"
+_IDLE_KEY = "kwshim_no_kernel"  #: (passed tests, those of them that launched no kernel), a worker's
+_LAUNCHES = pytest.StashKey[int]()
 _RECORDS_KEY = "_kwshim_worker_grid_records"
 
 
@@ -33,6 +35,8 @@ def pytest_addoption(parser):
                     help="switch kwshim on: every interpreted kernel binds as under @kwsafe, "
                          "autotuners tune on the CPU")
     parser.addini("kwshim", type="bool", default=False, help="switch kwshim on (as --kwshim)")
+    group.addoption("--kwshim-no-kernel", action="store_true", default=False,
+                    help="list the passed tests that launched no Triton kernel (the summary counts them)")
     for field in FIELDS:
         flag, dest = field.flag("kwshim-"), f"kwshim_{field.name}"
         if field.is_switch:
@@ -52,7 +56,8 @@ def _namespace(config):
 def _given_options(config):
     """The ``--kwshim-NAME`` options on the command line."""
     namespace = _namespace(config)
-    return [field.flag("kwshim-") for field in FIELDS if getattr(namespace, f"kwshim_{field.name}", None) is not None]
+    return [field.flag("kwshim-") for field in FIELDS if getattr(namespace, f"kwshim_{field.name}", None) is not None] \
+        + (["--kwshim-no-kernel"] if getattr(namespace, "kwshim_no_kernel", False) else [])
 
 
 def _wanted(config):
@@ -148,6 +153,38 @@ def pytest_runtest_call(item):
         yield
 
 
+def _launch_total():
+    """Interpreted launches through the grid seam so far in this process, or None where the seam
+    does not count them (2.x, or the interpreter off): then no test is called idle."""
+    from .. import compat
+
+    if not (compat.interpreter_on() and compat.module_wide_builder()):
+        return None
+    counts = sys.modules.get("kwshim.batching.launch_counts")
+    return 0 if counts is None else counts.total
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_setup(item):
+    if getattr(item.config, _HANDLE_KEY, None) is not None:
+        total = _launch_total()
+        if total is not None:
+            item.stash[_LAUNCHES] = total
+    yield
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item, call):
+    """A passed test is counted; one that launched no kernel from its setup to its end is named."""
+    report = (yield).get_result()
+    before = item.stash.get(_LAUNCHES, None)
+    if call.when != "call" or before is None or not report.passed:
+        return
+    passed, idle = getattr(item.config, _IDLE_KEY, (0, []))
+    idle = idle + [item.nodeid] if _launch_total() == before else idle
+    setattr(item.config, _IDLE_KEY, (passed + 1, idle))
+
+
 def pytest_report_header(config):
     handle = getattr(config, _HANDLE_KEY, None)
     if handle is not None:
@@ -169,10 +206,15 @@ def pytest_sessionfinish(session):
 
         workeroutput[_WORKER_KEY] = launch_record()
         workeroutput[_COMPILES_KEY] = _numba_compiles()
+        workeroutput[_IDLE_KEY] = getattr(session.config, _IDLE_KEY, (0, []))
 
 
 @pytest.hookimpl(optionalhook=True)
 def pytest_testnodedown(node, error):
+    passed, idle = getattr(node, "workeroutput", {}).get(_IDLE_KEY, (0, []))
+    if passed:
+        mine = getattr(node.config, _IDLE_KEY, (0, []))
+        setattr(node.config, _IDLE_KEY, (mine[0] + passed, mine[1] + list(idle)))
     compiles = getattr(node, "workeroutput", {}).get(_COMPILES_KEY)
     if compiles:
         setattr(node.config, _COMPILES_KEY, [*getattr(node.config, _COMPILES_KEY, []), compiles])
@@ -191,6 +233,14 @@ def pytest_terminal_summary(terminalreporter, config):
     checking = getattr(config, _HANDLE_KEY).settings.grid == "check"
     for line in _summary_lines(merge_records([launch_record()] + getattr(config, _RECORDS_KEY, [])), checking):
         terminalreporter.write_line(line)
+    passed, idle = getattr(config, _IDLE_KEY, (0, []))
+    if passed:
+        listing = "" if config.getoption("kwshim_no_kernel") else " (--kwshim-no-kernel lists them)"
+        terminalreporter.write_line(f"kwshim: {len(idle)} of {passed} passed tests launched no Triton kernel{listing}",
+                                    yellow=bool(idle))
+        if config.getoption("kwshim_no_kernel"):
+            for nodeid in sorted(idle):
+                terminalreporter.write_line(f"  {nodeid}")
     compiles = [_numba_compiles()] + getattr(config, _COMPILES_KEY, [])
     loops, seconds = sum(count for count, _ in compiles), sum(spent for _, spent in compiles)
     if loops:
