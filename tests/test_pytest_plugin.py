@@ -291,4 +291,3 @@ def test_the_summary_counts_the_passed_tests_that_launched_no_kernel_and_an_opti
 def test_kwshim_no_kernel_without_kwshim_is_a_usage_error(tmp_path):
     done = run_pytest(tmp_path, "--kwshim-no-kernel")
     assert done.returncode == 4 and "--kwshim-no-kernel needs --kwshim" in done.stderr, done.stderr[-2000:]
-

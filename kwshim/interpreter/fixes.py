@@ -34,7 +34,7 @@ import numpy as np
 
 from .. import launch_state
 from ..arithmetic import scaled_dots
-from . import python_operators, source_rewrite
+from . import pointer_arguments, python_operators, source_rewrite
 
 __all__ = ["install", "rewritten"]
 
@@ -391,6 +391,8 @@ def install(patch):
     scaled_dots.install(patch, builder_class)
     _install_loop_variables(patch, interpreter)
     _install_own_rewrites(patch, interpreter)
+    if isinstance(getattr(interpreter, "GridExecutor", None), type):
+        pointer_arguments.install(patch, interpreter.GridExecutor)
     for name, operator in _constexpr_operators(tl.core.constexpr, tl.core.tensor):
         patch.setattr(tl.core.constexpr, name, operator)
     mended = _mended_tensor_patch(interpreter)
