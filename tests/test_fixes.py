@@ -397,3 +397,30 @@ def test_a_constexpr_s_arithmetic_with_a_tensor_gives_a_tensor_as_compiled_trito
         scaled_by[(1,)](x, out, 2, BLOCK=4)  # an argument, not a constexpr: the same arithmetic
         assert out.tolist() == [1.0, 4.0, -2.0, 6.0, 1.0, 0.0, 1.0, 0.0, 1.5, 0.0, 3.0, -1.0]
     assert dict(vars(tl.core.constexpr)) == before
+
+
+@triton.jit
+def _dtype_min(dtype):
+    if dtype.value == tl.float32:  # FlagGems' get_dtype_min reads the constexpr's value
+        return -3.0e38
+    else:
+        return -1.0
+
+
+@triton.jit
+def _is_half(dtype):
+    return dtype.is_fp16()  # compiled Triton's code generator reads a constexpr's attributes through
+
+
+@triton.jit
+def _clamped_below(x_ptr, out_ptr):
+    x = tl.load(x_ptr + tl.arange(0, 4))
+    tl.store(out_ptr + tl.arange(0, 4), tl.maximum(x, _dtype_min(x.type.element_ty)) + _is_half(x.dtype))
+
+
+@needs_block_loads
+def test_a_dtype_reaches_a_jitted_helper_as_the_compiler_passes_it():
+    x, out = torch.tensor([float("-inf"), 1.0, 2.0, -5.0]), torch.zeros(4)
+    with kwshim.activate():
+        _clamped_below[(1,)](x, out)
+    assert out.tolist() == [torch.tensor(-3.0e38).item(), 1.0, 2.0, -5.0]

@@ -245,6 +245,41 @@ def _install_own_rewrites(patch, interpreter):
     patch.setattr(function, "__call__", __call__)
 
 
+def _install_helper_dtypes(patch, interpreter):
+    """A ``tl.dtype`` handed to a jitted helper arrives as compiled Triton hands it: a constexpr
+    (``dtype.value`` is the dtype), whose other attributes still read through (``dtype.is_fp16()``,
+    which compiled Triton's code generator unwraps). Bare, the interpreter passed the dtype itself:
+    FlagGems' ``get_dtype_min(inp.type.element_ty)`` failed on ``dtype.value``."""
+    import triton.language as tl
+
+    function = getattr(interpreter, "InterpretedFunction", None)
+    call = vars(function).get("__call__") if isinstance(function, type) else None
+    if call is None:
+        return
+    argument = _dtype_argument(tl.constexpr)
+
+    def __call__(self, *args, **kwargs):
+        if any(isinstance(value, tl.dtype) for value in (*args, *kwargs.values())):
+            args = tuple(argument(value) if isinstance(value, tl.dtype) else value for value in args)
+            kwargs = {name: argument(value) if isinstance(value, tl.dtype) else value for name, value in kwargs.items()}
+        return call(self, *args, **kwargs)
+
+    patch.setattr(function, "__call__", __call__)
+
+
+@functools.lru_cache(maxsize=None)
+def _dtype_argument(constexpr):
+    class DtypeArgument(constexpr):
+        """A ``tl.dtype`` as a jitted helper's argument: a constexpr reading through to its dtype."""
+
+        def __getattr__(self, name):
+            if name.startswith("__"):
+                raise AttributeError(name)
+            return getattr(self.value, name)
+
+    return DtypeArgument
+
+
 def _install_loop_variables(patch, interpreter):
     rewriter = getattr(interpreter, "FunctionRewriter", None)
     transformer = getattr(rewriter, "ast_transformer", None)
@@ -391,6 +426,7 @@ def install(patch):
     scaled_dots.install(patch, builder_class)
     _install_loop_variables(patch, interpreter)
     _install_own_rewrites(patch, interpreter)
+    _install_helper_dtypes(patch, interpreter)
     if isinstance(getattr(interpreter, "GridExecutor", None), type):
         pointer_arguments.install(patch, interpreter.GridExecutor)
     for name, operator in _constexpr_operators(tl.core.constexpr, tl.core.tensor):
