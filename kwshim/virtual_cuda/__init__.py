@@ -6,6 +6,7 @@ the same GPU, so that a suite written for a GPU runs unedited on the interpreter
 - ``device_tensor``: the device's tensors, CPU tensors that say ``cuda:0``;
 - ``placement``: torch's factories and ``Tensor``'s moving methods making every ``"cuda"`` tensor
   a device tensor, ``.cuda()`` and ``.cpu()`` copying;
+- ``cuda_kernels``: an operator on a device tensor runs a library's kernel for ``CUDA``;
 - ``moves``: ``t.data = x`` moving ``t`` where ``x`` is on the other device, as on CUDA;
 - ``kernel_arguments``: a kernel handed its device tensors as CPU memory, and refusing a CPU tensor
   as compiled Triton does;
@@ -26,14 +27,15 @@ __all__ = ["install"]
 
 def install(patch, device: str) -> None:
     """Put the virtual ``device`` (``"cuda"``) in place through ``patch``."""
-    from . import (cpu_refusals, device_tensor, eager_compile, kernel_arguments, moves, placement, torch_cuda,
-                   triton_driver, unused_outputs)
+    from . import (cpu_refusals, cuda_kernels, device_tensor, eager_compile, kernel_arguments, moves, placement,
+                   torch_cuda, triton_driver, unused_outputs)
     from .model import H200
 
     torch_cuda.install(patch, H200)
     device_tensor.install(patch)
     placement.install(patch)
     moves.install(patch)
+    cuda_kernels.install(patch)
     triton_driver.install(patch, H200)
     cpu_refusals.install(patch)
     kernel_arguments.install(patch)

@@ -33,6 +33,8 @@ import weakref
 import torch
 from torch.utils._pytree import tree_map
 
+from . import cuda_kernels
+
 __all__ = ["DeviceTensor", "CUDA0", "adopt", "release", "to_device", "to_host", "host_view", "is_host_copy", "install"]
 
 CUDA0 = torch.device("cuda", 0)
@@ -166,6 +168,8 @@ class DeviceTensor(torch.Tensor):
     @classmethod
     def __torch_dispatch__(cls, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}
+        if cuda_kernels.kernel_for(func):  # a library's kernel for CUDA: what a CUDA tensor runs
+            return func.redispatch(cuda_kernels.CUDA_KEYS, *args, **kwargs)
         if func not in _MIXING:
             host = _host_operand(args, kwargs)
             if host is not None:

@@ -1,0 +1,82 @@
+"""``virtual_cuda/cuda_kernels.py``: an operator on a device tensor runs the kernel a library
+registered for ``CUDA`` (``torch.library``), as a CUDA tensor does; torch's CPU kernel otherwise."""
+
+import pytest
+import torch
+import triton
+import triton.language as tl
+
+import kwshim
+
+from .kernels import needs_block_loads
+
+
+@triton.jit
+def _shifted_abs(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    offsets = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    tl.store(out_ptr + offsets, tl.abs(tl.load(x_ptr + offsets, mask=offsets < n)) + 100, mask=offsets < n)
+
+
+def _library_abs(calls):
+    """FlagGems' pattern: an aten operator's CUDA kernel, a Triton launch on a tensor made like its input."""
+
+    def gems_abs(x):
+        calls.append(x.device.type)
+        out = torch.empty_like(x)
+        _shifted_abs[(triton.cdiv(x.numel(), 64),)](x, out, x.numel(), BLOCK=64)
+        return out
+
+    return gems_abs
+
+
+@needs_block_loads
+@pytest.mark.parametrize("registered", ["while on", "before"])
+def test_an_aten_kernel_registered_for_cuda_runs_on_device_tensors_and_not_on_cpu_tensors(registered):
+    calls = []
+    library = None
+    if registered == "before":
+        library = torch.library.Library("aten", "IMPL")
+        library.impl("abs", _library_abs(calls), "CUDA")
+    try:
+        with kwshim.activate(device="cuda"):
+            if library is None:
+                library = torch.library.Library("aten", "IMPL")
+                library.impl("abs", _library_abs(calls), "CUDA")
+            x = torch.tensor([-1.0, 2.0, -3.0], device="cuda")
+            y = torch.abs(x)
+            assert y.device.type == "cuda" and y.tolist() == [101.0, 102.0, 103.0] and calls == ["cuda"]
+            assert torch.abs(torch.tensor([-1.0])).tolist() == [1.0] and calls == ["cuda"]  # the CPU's own
+            library._destroy()
+            assert torch.abs(x).tolist() == [1.0, 2.0, 3.0] and calls == ["cuda"]  # gone: torch's again
+    finally:
+        library._destroy() if hasattr(library, "m") and library.m is not None else None
+
+
+def test_a_custom_op_for_cuda_alone_and_a_registered_cuda_kernel_run_on_device_tensors():
+    @torch.library.custom_op("kwshim_test::twice_cuda", mutates_args=(), device_types="cuda")
+    def twice_cuda(x: torch.Tensor) -> torch.Tensor:
+        return x * 2
+
+    @torch.library.custom_op("kwshim_test::plus", mutates_args=())
+    def plus(x: torch.Tensor) -> torch.Tensor:
+        return x + 1  # the default kernel, for every device
+
+    @plus.register_kernel("cuda")
+    def _(x):
+        return x + 10
+
+    with kwshim.activate(device="cuda"):
+        x = torch.ones(2, device="cuda")
+        assert twice_cuda(x).tolist() == [2.0, 2.0] and twice_cuda(x).device.type == "cuda"
+        assert plus(x).tolist() == [11.0, 11.0]
+        assert plus(torch.ones(2)).tolist() == [2.0, 2.0]  # a CPU tensor: the default kernel
+        with pytest.raises(NotImplementedError):
+            twice_cuda(torch.ones(2))  # no kernel for the CPU, as on a GPU machine
+
+
+def test_the_registry_watch_is_undone_with_the_switch():
+    library = torch.library.Library
+    before = (vars(library)["impl"], vars(library)["_destroy"])
+    with kwshim.activate(device="cuda"):
+        assert vars(library)["impl"] is not before[0]
+    assert (vars(library)["impl"], vars(library)["_destroy"]) == before
