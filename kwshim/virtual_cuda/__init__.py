@@ -12,6 +12,7 @@ the same GPU, so that a suite written for a GPU runs unedited on the interpreter
   as compiled Triton does;
 - ``torch_cuda``: ``torch.cuda``'s answers (availability, properties, streams, events, free memory);
 - ``allocations``: the allocation statistics, counted from the live storages of the device's tensors;
+- ``nvidia_smi``: an ``nvidia-smi`` first on ``PATH``, answering as the same GPU;
 - ``triton_driver``: what ``triton.runtime.driver.active`` answers;
 - ``cpu_refusals``: torch's own refusals of CPU tensors lifted where its eager code is the same on
   both devices (``flex_attention``'s backward);
@@ -27,8 +28,8 @@ __all__ = ["install"]
 
 def install(patch, device: str) -> None:
     """Put the virtual ``device`` (``"cuda"``) in place through ``patch``."""
-    from . import (cpu_refusals, cuda_kernels, device_tensor, eager_compile, kernel_arguments, moves, placement,
-                   torch_cuda, triton_driver, unused_outputs)
+    from . import (cpu_refusals, cuda_kernels, device_tensor, eager_compile, kernel_arguments, moves, nvidia_smi,
+                   placement, torch_cuda, triton_driver, unused_outputs)
     from .model import H200
 
     torch_cuda.install(patch, H200)
@@ -36,6 +37,7 @@ def install(patch, device: str) -> None:
     placement.install(patch)
     moves.install(patch)
     cuda_kernels.install(patch)
+    nvidia_smi.install(patch)
     triton_driver.install(patch, H200)
     cpu_refusals.install(patch)
     kernel_arguments.install(patch)
