@@ -503,3 +503,21 @@ def test_a_body_that_reads_num_warps_keeps_its_trace_for_those_warps_alone():
         after = _record(warps_stored)
     assert stored == [[2] * 3, [8] * 3, [2] * 3, [8] * 3]
     assert after["replayed"] - before["replayed"] == 2  # each warps' trace, recorded once and replayed once
+
+
+@triton.jit
+def _plus_constant(x_ptr, out_ptr, C: tl.constexpr):
+    offsets = tl.arange(0, 4)
+    tl.store(out_ptr + offsets, tl.load(x_ptr + offsets) * 0.0 + C)
+
+
+@needs_block_loads
+def test_a_float_constexpr_keys_its_trace_by_its_bits_so_minus_zero_is_not_zero():
+    """``-1 * 0.0 + C`` is -0.0 for C = -0.0 and +0.0 for C = 0.0: one trace for both (the key compared
+    floats with ==) replayed 0.0's constant. A NaN finds its own trace, not a new one each launch."""
+    x, out, signs = -torch.ones(4), torch.zeros(4), []
+    with kwshim.activate(grid="batched"):
+        for constant in (0.0, 0.0, -0.0, -0.0, 0.0):  # two programs a launch: batched, traced, replayed
+            _plus_constant[(2,)](x, out, constant)
+            signs.append(bool(torch.signbit(out).all()) and float(out.abs().max()) == 0.0)
+    assert signs == [False, False, True, True, False]

@@ -4,6 +4,7 @@ guards, ``replay``), steers a kernel's body. Launches of one specialization can 
 import enum
 import functools
 import os
+import struct
 import sys
 import types
 
@@ -43,6 +44,16 @@ def _knobs():
     return _ENVIRONMENT[1]
 
 
+def _by_bits(value):
+    """A float as its bits (``0.0`` is not ``-0.0``, and a NaN is itself, its payload too), so that
+    launches share a trace only where the body would see the same constant; anything else as it is."""
+    if isinstance(value, float):
+        return struct.pack("<d", value)
+    if isinstance(value, (complex, np.floating, np.complexfloating)):
+        return np.asarray(value).tobytes()
+    return value
+
+
 def key(fn, builder, args):
     """The specialization of a launch: what, besides the guards, steers the kernel's body (the
     builder's class and options, Triton's environment variables, the arguments); None where an
@@ -64,9 +75,9 @@ def key(fn, builder, args):
                 return None
             parts.append((name, str(value.type), handle.data.dtype.str, handle.data.shape))
         elif isinstance(value, tl.constexpr) and isinstance(value.value, constant_types()):
-            parts.append((name, tl.constexpr, type(value.value), value.value))
+            parts.append((name, tl.constexpr, type(value.value), _by_bits(value.value)))
         elif isinstance(value, constant_types()):
-            parts.append((name, type(value), value))
+            parts.append((name, type(value), _by_bits(value)))
         else:
             return None
     try:
