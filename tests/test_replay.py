@@ -1,5 +1,7 @@
-"""Trace and replay (``interpreter/replay``): a kernel's body runs once per specialization and guard
+"""Trace and replay (``batching/replay``): a kernel's body runs once per specialization and guard
 values, later batches replay its operations, and every launch leaves the loop's bits."""
+
+import sys
 
 import pytest
 import torch
@@ -521,3 +523,66 @@ def test_a_float_constexpr_keys_its_trace_by_its_bits_so_minus_zero_is_not_zero(
             _plus_constant[(2,)](x, out, constant)
             signs.append(bool(torch.signbit(out).all()) and float(out.abs().max()) == 0.0)
     assert signs == [False, False, True, True, False]
+
+
+SCALE = 2.0
+TRIPS: tl.constexpr = tl.constexpr(3)
+
+
+@triton.jit
+def _plus_one(x):
+    return x + 1
+
+
+@triton.jit
+def _plus_hundred(x):
+    return x + 100
+
+
+HELPER = _plus_one
+
+
+@triton.jit
+def _reads_globals(x_ptr, out_ptr):
+    offsets = tl.arange(0, 4)
+    x = tl.load(x_ptr + offsets)
+    count = x * 0
+    for _ in range(TRIPS):
+        count += 1
+    tl.store(out_ptr + offsets, HELPER(x * SCALE) + count)
+
+
+@needs_block_loads
+def test_a_replay_sees_each_global_the_body_reads_a_float_a_helper_chosen_by_a_global_a_range_bound(monkeypatch):
+    """A trace kept launch 1's globals from launch 2 on (no guard read them): each change now traces
+    again, and the launch stores what the loop stores."""
+    x, out, stored = torch.ones(4), torch.zeros(4), []
+    module = sys.modules[__name__]
+    changes = {2: ("SCALE", 3.0), 3: ("HELPER", _plus_hundred), 4: ("TRIPS", tl.constexpr(5))}
+    with kwshim.activate(grid="batched"):
+        for launch in range(6):
+            if launch in changes:
+                monkeypatch.setattr(module, *changes[launch])
+            _reads_globals[(2,)](x, out)
+            stored.append(float(out[0]))
+    assert stored == [6.0, 6.0, 7.0, 106.0, 108.0, 108.0]
+
+
+def _closing_over(constant):
+    @triton.jit
+    def closure_kernel(out_ptr):
+        tl.store(out_ptr + tl.arange(0, 4), tl.full((4,), constant, tl.float32))
+
+    return closure_kernel
+
+
+@needs_block_loads
+def test_a_replay_sees_a_closure_cell_that_changed():
+    out = torch.zeros(4)
+    kernel = _closing_over(1.5)
+    with kwshim.activate(grid="batched"):
+        kernel[(2,)](out)
+        kernel[(2,)](out)
+        kernel.fn.__closure__[0].cell_contents = 2.5
+        kernel[(2,)](out)
+    assert out.tolist() == [2.5] * 4

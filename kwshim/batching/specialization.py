@@ -1,5 +1,12 @@
 """A launch's specialization: what, besides the values the body reads back into Python (a trace's
-guards, ``replay``), steers a kernel's body. Launches of one specialization can share a trace."""
+guards, ``replay``), steers a kernel's body. Launches of one specialization can share a trace.
+
+Besides the arguments, the body reads module globals and closure cells: a constant (``BLOCK = 64``,
+a ``tl.constexpr``), a jitted helper chosen by a global, a ``range`` bound. Each such value the
+kernel and the jitted helpers it reaches name is part of the key, a float by its bits and a
+function by its identity, so a change traces again where a replay would keep the old value.
+Compiled Triton refuses a plain global and raises where a constexpr global changed; a trace runs
+the body again instead, which gives what the loop gives."""
 
 import enum
 import functools
@@ -54,6 +61,39 @@ def _by_bits(value):
     return value
 
 
+@functools.lru_cache(maxsize=1024)
+def _reads(fn):
+    """Where ``fn``'s body reads values from outside its arguments: (globals, name) for each global
+    that ``fn`` or a jitted helper it reaches names, and ``fn``'s closure cells."""
+    from ..compat import reached_globals
+
+    scopes = tuple(sorted({(id(scope), name): (scope, name) for scope, name, _ in reached_globals(fn)[0]}.values(),
+                          key=lambda pair: pair[1]))
+    return scopes, tuple(fn.__closure__ or ())
+
+
+def _read_values(fn):
+    """The constants ``fn``'s body reads now from its globals and closure (``_reads``)."""
+    import triton.language as tl
+
+    scopes, cells = _reads(fn)
+    kinds, values = constant_types(), []
+    for scope, name in scopes:
+        value = scope.get(name)
+        value = value.value if isinstance(value, tl.constexpr) else value
+        if isinstance(value, kinds):
+            values.append((name, _by_bits(value)))
+    for cell in cells:
+        try:
+            value = cell.cell_contents
+        except ValueError:  # not set yet
+            continue
+        value = value.value if isinstance(value, tl.constexpr) else value
+        if isinstance(value, kinds):
+            values.append(_by_bits(value))
+    return tuple(values)
+
+
 def key(fn, builder, args):
     """The specialization of a launch: what, besides the guards, steers the kernel's body (the
     builder's class and options, Triton's environment variables, the arguments); None where an
@@ -67,7 +107,8 @@ def key(fn, builder, args):
         hash(options)
     except TypeError:
         options = repr(options)
-    parts = [fn, type(builder), options, _knobs()]  # not num_warps: a body that reads it guards its trace (replay)
+    parts = [fn, type(builder), options, _knobs(), _read_values(fn)]  # not num_warps: a body that reads it guards
+    # its trace (replay)
     for name, value in args.items():
         if isinstance(value, tl.core.tensor):
             handle = value.handle
