@@ -313,8 +313,8 @@ def test_a_process_that_spent_numba_s_start_in_numpy_takes_the_compiled_loops_fo
     launches never pays the start)."""
     monkeypatch.setattr(compiled, "_SMALL_BLOCKS", False)
     monkeypatch.setattr(compiled, "_LOADED", {})
-    monkeypatch.setattr(compiled, "_NUMPY_SECONDS", 0.0)
-    monkeypatch.setattr(compiled, "_WORTH_LOADING", 0.02)  # numba's start, as this test counts it
+    monkeypatch.setattr(compiled, "_NUMPY_ELEMENTS", 0)
+    monkeypatch.setattr(compiled, "_WORTH_LOADING", 40_000)  # numba's start, as this test counts it
     assert compiled.lane_sum_for(2 * 1024) is None and compiled.ufunc_for("fma", 2 * 1024) is None
     torch.manual_seed(0)
     x, y, w = (torch.randn(2, 1024) * torch.tensor([1.0, 1e4]).repeat_interleave(512) for _ in range(3))
@@ -324,12 +324,34 @@ def test_a_process_that_spent_numba_s_start_in_numpy_takes_the_compiled_loops_fo
             sums, out = torch.empty(2), torch.empty(2, 1024)
             row_dots[(2,)](x, y, w, sums, out, N=1024)
             results.append(torch.cat([sums, out.reshape(-1)]).view(torch.int32))
-            spent.append(compiled._NUMPY_SECONDS)
+            spent.append(compiled._NUMPY_ELEMENTS)
             assert len(spent) < 1000
-    assert spent[0] > 0 and spent[-1] >= 0.02  # NumPy ran first, as long as it was worth
+    assert spent[0] > 0 and spent[-1] >= 40_000  # NumPy ran first, as long as it was worth
     assert compiled.lane_sum_for(2 * 1024) is compiled.lane_sum_kernel()
     assert compiled.ufunc_for("fma", 2 * 1024) is compiled.fma_ufunc()
     assert all(torch.equal(result, results[0]) for result in results[1:])
+
+
+@numba_installed
+def test_which_engine_computes_a_small_block_never_depends_on_time(monkeypatch):
+    """The switch to the compiled loops counts the elements NumPy computed, not the seconds: however
+    slow the NumPy code ran, the engine changes at the same element, so a result never depends on
+    the machine's speed or its load."""
+    import time
+
+    monkeypatch.setattr(compiled, "_SMALL_BLOCKS", False)
+    monkeypatch.setattr(compiled, "_NUMPY_ELEMENTS", 0)
+    monkeypatch.setattr(compiled, "_WORTH_LOADING", 1000)
+
+    def slow(values):
+        time.sleep(0.05)  # far past what any time-based rule would allow
+        return values
+
+    for _ in range(10):
+        compiled.in_numpy(slow, np.zeros(10))
+    assert not compiled._SMALL_BLOCKS and compiled._NUMPY_ELEMENTS == 100
+    compiled.in_numpy(lambda values: values, np.zeros(900))
+    assert compiled._SMALL_BLOCKS
 
 
 @numba_installed

@@ -116,34 +116,35 @@ def fma_ufunc():
 
 #: The lane-order loops this process has compiled or loaded: smaller blocks use them from then on.
 _LOADED: dict = {}
-#: Seconds this process spent in NumPy on small blocks' fp32 lane-order sums and cumsums and fp32 and
-#: fp64 fmas, where numba is installed (``spent_in_numpy``); from ``_WORTH_LOADING`` on (about
-#: numba's start: its import, the loops from its disk cache), small blocks take the compiled loops.
-_NUMPY_SECONDS = 0.0
-_WORTH_LOADING = 0.5
+#: Elements this process computed in NumPy in small blocks' fp32 lane-order sums and cumsums and fp32
+#: and fp64 fmas, where numba is installed (``spent_in_numpy``); from ``_WORTH_LOADING`` on (about
+#: what numba's start costs, its import and the loops from its disk cache: 4M elements of these
+#: operations took about 0.5 s in NumPy), small blocks take the compiled loops. Elements, not
+#: seconds: which engine computes a block never depends on how fast the machine ran.
+_NUMPY_ELEMENTS = 0
+_WORTH_LOADING = 2 ** 22
 _SMALL_BLOCKS = False  #: whether small blocks take the compiled loops
 
 
 def in_numpy(function, *args):
-    """``function(*args)``: NumPy code that the compiled loops could run instead, its time counted
-    (``spent_in_numpy``)."""
+    """``function(*args)``: NumPy code that the compiled loops could run instead, its elements
+    counted (``spent_in_numpy``)."""
     if _SMALL_BLOCKS or not _numba_installed():
         return function(*args)
-    started = time.perf_counter()
     result = function(*args)
-    spent_in_numpy(time.perf_counter() - started)
+    spent_in_numpy(max((getattr(arg, "size", 1) for arg in args), default=1))
     return result
 
 
-def spent_in_numpy(seconds):
-    """Count ``seconds`` of NumPy code that the compiled loops could have run. A process that has
-    spent about numba's start computing small blocks in NumPy (a small launch's sums and fmas, launch
-    after launch) loads the compiled loops and uses them for small blocks from then on: it pays at
-    most twice what the better choice would have (a 2-row sum of products: about 10 µs compiled,
-    up to 0.5 ms in NumPy), and a process of a few small launches never pays numba's start."""
-    global _NUMPY_SECONDS, _SMALL_BLOCKS
-    _NUMPY_SECONDS += seconds
-    if _NUMPY_SECONDS >= _WORTH_LOADING:
+def spent_in_numpy(elements):
+    """Count ``elements`` computed in NumPy that the compiled loops could have computed. A process
+    that has computed about numba's start's worth of small blocks in NumPy (a small launch's sums and
+    fmas, launch after launch) loads the compiled loops and uses them for small blocks from then on:
+    it pays at most about twice what the better choice would have, and a process of a few small
+    launches never pays numba's start. Both engines give the same bits (``tests/test_compiled.py``)."""
+    global _NUMPY_ELEMENTS, _SMALL_BLOCKS
+    _NUMPY_ELEMENTS += elements
+    if _NUMPY_ELEMENTS >= _WORTH_LOADING:
         _SMALL_BLOCKS = True
 
 
