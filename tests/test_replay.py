@@ -514,6 +514,7 @@ def _plus_constant(x_ptr, out_ptr, C: tl.constexpr):
 
 
 @needs_block_loads
+@batching
 def test_a_float_constexpr_keys_its_trace_by_its_bits_so_minus_zero_is_not_zero():
     """``-1 * 0.0 + C`` is -0.0 for C = -0.0 and +0.0 for C = 0.0: one trace for both (the key compared
     floats with ==) replayed 0.0's constant. A NaN finds its own trace, not a new one each launch."""
@@ -553,6 +554,7 @@ def _reads_globals(x_ptr, out_ptr):
 
 
 @needs_block_loads
+@batching
 def test_a_replay_sees_each_global_the_body_reads_a_float_a_helper_chosen_by_a_global_a_range_bound(monkeypatch):
     """A trace kept launch 1's globals from launch 2 on (no guard read them): each change now traces
     again, and the launch stores what the loop stores."""
@@ -577,6 +579,7 @@ def _closing_over(constant):
 
 
 @needs_block_loads
+@batching
 def test_a_replay_sees_a_closure_cell_that_changed():
     out = torch.zeros(4)
     kernel = _closing_over(1.5)

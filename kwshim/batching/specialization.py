@@ -69,7 +69,7 @@ def _reads(fn):
 
     scopes = tuple(sorted({(id(scope), name): (scope, name) for scope, name, _ in reached_globals(fn)[0]}.values(),
                           key=lambda pair: pair[1]))
-    return scopes, tuple(fn.__closure__ or ())
+    return scopes, tuple(getattr(fn, "__closure__", None) or ())
 
 
 def _read_values(fn):
