@@ -91,6 +91,7 @@ RELEASE_INDEPENDENT = (
     "lists_them[workers1]",
     "tests/test_pytest_plugin.py::test_kwshim_no_kernel_without_kwshim_is_a_usage_error",
     "tests/test_nvidia_smi.py::",
+    "tests/test_moves.py::",  # torch's, under the device: no kernel runs
     # torch's CPU paths by instruction set, under the device: no kernel runs
     "tests/test_device_tensors.py::test_the_half_matmul_rule_holds_on_every_instruction_set",
 )

@@ -1,0 +1,72 @@
+"""``virtual_cuda/moves.py``: the ways a tensor changes its device in place, as on CUDA (SPEC: "On
+CUDA, ``t.data = x`` makes ``t`` the tensor ``x`` is, device included; ``nn.Parameter`` too")."""
+
+import io
+
+import pytest
+import torch
+
+import kwshim
+
+
+@pytest.fixture
+def device():
+    with kwshim.activate(device="cuda"):
+        yield
+
+
+def test_data_assignment_moves_a_cpu_tensor_onto_the_device_and_keeps_it_the_same_object(device):
+    t = torch.tensor([1.0, 2.0, 3.0])
+    kept = t
+    t.data = torch.tensor([4.0, 5.0, 6.0], device="cuda")
+    assert t is kept and t.device.type == "cuda" and t.is_cuda and t.tolist() == [4.0, 5.0, 6.0]
+    assert (t + torch.ones(3, device="cuda")).tolist() == [5.0, 6.0, 7.0]  # mixing with device tensors works
+
+
+def test_liger_s_weight_data_assignment_gives_a_device_parameter_its_module_and_optimizer_still_hold(device):
+    """Liger's chunked-loss tests: ``lin.weight.data = torch.randn(V, H, device="cuda")``."""
+    lin = torch.nn.Linear(3, 2, bias=False)
+    weight = lin.weight
+    optimizer = torch.optim.SGD(lin.parameters(), lr=1.0)
+    lin.weight.data = torch.ones(2, 3, device="cuda")
+    assert lin.weight is weight and isinstance(weight, torch.nn.Parameter) and weight.device.type == "cuda"
+    assert weight.requires_grad and optimizer.param_groups[0]["params"][0] is weight
+    out = lin(torch.ones(1, 3, device="cuda"))
+    assert out.device.type == "cuda" and out.tolist() == [[3.0, 3.0]]
+    out.sum().backward()
+    assert weight.grad.device.type == "cuda" and weight.grad.tolist() == [[1.0] * 3] * 2
+    optimizer.step()
+    assert weight.tolist() == [[0.0] * 3] * 2
+
+
+def test_data_assignment_of_a_cpu_tensor_moves_a_device_parameter_back_and_a_same_device_one_is_torch_s(device):
+    p = torch.nn.Parameter(torch.ones(2, device="cuda"))
+    p.data = torch.zeros(2)
+    assert isinstance(p, torch.nn.Parameter) and p.device.type == "cpu" and p.requires_grad
+    q = torch.nn.Parameter(torch.ones(2, device="cuda"))
+    q.data = torch.full((2,), 3.0, device="cuda")
+    assert q.device.type == "cuda" and q.tolist() == [3.0, 3.0]
+
+
+def test_torch_load_places_what_it_loads_where_map_location_says(device):
+    buffer = io.BytesIO()
+    torch.save({"x": torch.tensor([1.0, 2.0]), "lin": torch.nn.Linear(2, 2).state_dict()}, buffer)
+    for location, kind in (("cuda", "cuda"), ("cuda:0", "cuda"), (torch.device("cuda"), "cuda"), (0, "cuda"),
+                           ("cpu", "cpu"), (None, "cpu")):
+        buffer.seek(0)
+        loaded = torch.load(buffer, map_location=location)
+        assert loaded["x"].device.type == kind and loaded["lin"]["weight"].device.type == kind, location
+    saved_on_device = io.BytesIO()
+    torch.save(torch.tensor([3.0], device="cuda"), saved_on_device)
+    saved_on_device.seek(0)
+    assert torch.load(saved_on_device, map_location="cpu").device.type == "cpu"
+
+
+def test_data_and_load_are_torch_s_own_after_the_switch():
+    before = (torch.Tensor.__dict__.get("data"), torch.load)
+    with kwshim.activate(device="cuda"):
+        assert torch.load is not before[1]
+    assert (torch.Tensor.__dict__.get("data"), torch.load) == before
+    t = torch.zeros(1)
+    t.data = torch.ones(1)
+    assert t.tolist() == [1.0]
