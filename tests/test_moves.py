@@ -70,3 +70,53 @@ def test_data_and_load_are_torch_s_own_after_the_switch():
     t = torch.zeros(1)
     t.data = torch.ones(1)
     assert t.tolist() == [1.0]
+
+
+def _without_values(answer):
+    """An answer without its tensors' values (a module's are random), for the cases that draw them."""
+    if isinstance(answer, dict):
+        return {key: _without_values(value) for key, value in answer.items() if key != "values"}
+    if isinstance(answer, list):
+        return [_without_values(value) for value in answer]
+    return answer
+
+
+def test_every_way_a_tensor_changes_device_leaves_what_the_h200_left(device):
+    """``parity/device_moves.py`` on the H200 (torch 2.11, CUDA 13.0): ``.data`` assignment both ways
+    and on parameters, ``set_`` (refused across devices), ``copy_`` across, ``Module.to``/``cpu``/
+    ``_apply``, ``load_state_dict`` (copying and ``assign=True``), ``torch.load(map_location=...)``,
+    ``pin_memory``, ``non_blocking`` both ways (a copy to the CPU lands in pinned memory),
+    ``share_memory_``."""
+    import json
+    import os
+
+    from parity import device_moves
+
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    with open(os.path.join(root, "parity", "device_moves_h200.json")) as recorded:
+        h200 = json.load(recorded)["answers"]
+    ours = json.loads(json.dumps(device_moves.results(torch)))
+    assert set(ours) == set(h200)
+    for name, answer in h200.items():
+        if name.startswith("module"):
+            assert _without_values(ours[name]) == _without_values(answer), name
+        elif "raises" in answer:
+            assert ours[name]["raises"] == answer["raises"], name
+            assert ours[name]["message"].startswith(answer["message"]), name
+        else:
+            assert ours[name] == answer, name
+
+
+def test_a_file_saved_on_the_h200_loads_onto_the_device_where_it_was_saved_from(device):
+    """``parity.device_moves.save_on_gpu``'s file (CUDA storages, saved on the H200): torch alone
+    fails ("Storage device not recognized: cuda"); here its GPU tensors are device tensors, its CPU
+    tensor a CPU tensor, and ``map_location="cpu"`` puts them all on the CPU."""
+    import os
+
+    path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "fixtures", "saved_on_cuda.pt")
+    loaded = torch.load(path)
+    assert loaded["x"].device.type == "cuda" and loaded["x"].tolist() == [1.5, 2.5]
+    assert loaded["cpu"].device.type == "cpu" and loaded["state"]["weight"].device.type == "cuda"
+    assert loaded["state"]["weight"].tolist() == [[1.0, 2.0], [3.0, 4.0]]
+    on_cpu = torch.load(path, map_location="cpu")
+    assert {on_cpu["x"].device.type, on_cpu["state"]["weight"].device.type} == {"cpu"}

@@ -77,3 +77,40 @@ def test_python_values_keep_python_s_and_or_not():
     with kwshim.activate():
         _constexpr_logic[(1,)](out, 0, 3)
     assert int(out[0]) == 0 + 2 * 3 + 4
+
+
+def _h200():
+    import json
+    import os
+
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    with open(os.path.join(root, "parity", "block_logic_h200.json")) as recorded:
+        return json.load(recorded)
+
+
+@pytest.mark.skipif(triton.__version__ != _h200()["triton"], reason="the H200 ran these under its own release")
+def test_every_case_stores_or_refuses_as_the_h200_did():
+    """``parity/block_logic.py`` on the H200 (Triton 3.6.0): each kernel stores the H200's values, or
+    is refused where the H200's compiler refused it (a compile error here too: the interpreter's
+    ``InterpreterError`` where the compiler's class is one the interpreter cannot raise)."""
+    h200 = _h200()["answers"]
+    with kwshim.activate():
+        ours = block_logic.results(torch, "cpu")
+    for name, answer in h200.items():
+        if "stored" in answer:
+            assert ours[name] == answer, name
+        else:
+            assert "raises" in ours[name], name
+
+
+def test_min_and_max_of_blocks_as_the_release_s_compiler_calls_them():
+    found = run("min of blocks")
+    if compat.compiler_builtins_min_max():  # 3.6 on: element by element, as measured on the H200
+        assert found == {"stored": [0, 1, 2, 3, 3, 2, 1, 0]}
+    assert run("max of scalars") == {"stored": [3] * 8}
+
+
+def test_a_conditional_expression_on_a_block_is_refused_and_on_a_scalar_chooses():
+    found = run("conditional expression on a block")
+    assert "CompilationError" in found["classes"] and "conditional expression" in found["message"]
+    assert run("conditional expression on a scalar") == {"stored": [0, -1, -2, -3, -4, -5, -6, -7]}

@@ -13,7 +13,7 @@ __all__ = ["compiler_accepts", "pristine_interpreter_methods", "interpreter_shar
            "native_masked_load", "native_masked_store", "dot_scaled_reads_constexpr_formats",
            "block_pointer_masks_below_zero", "launched_function", "handle_maker", "front_end_keyword", "front_end",
            "interpreted_has_warmup", "module_wide_builder", "reserved_keywords_dropped",
-           "boolean_operators", "chained_comparisons_refused"]
+           "boolean_operators", "chained_comparisons_refused", "compiler_builtins_min_max"]
 
 
 @functools.lru_cache(maxsize=None)
@@ -357,3 +357,16 @@ def chained_comparisons_refused() -> bool:
         return "simultaneous multiple comparison" in inspect.getsource(CodeGenerator.visit_Compare)
     except (ImportError, AttributeError, OSError, TypeError):
         return False
+
+
+@functools.lru_cache(maxsize=None)
+def compiler_builtins_min_max() -> bool:
+    """Whether the installed compiler's code generator calls its own ``builtin_min``/``builtin_max``
+    for Python's ``min``/``max`` in a kernel (3.6 on), rather than Python's."""
+    import_triton()
+    try:
+        from triton.compiler.code_generator import CodeGenerator
+    except ImportError:
+        return False
+    namespace = getattr(CodeGenerator, "builtin_namespace", {})
+    return getattr(namespace.get("min"), "__name__", "") == "builtin_min"

@@ -15,7 +15,10 @@ test process). Compiled Triton lowers them (``code_generator.visit_BoolOp``, ``v
   evaluated, a tensor's method with the other;
 - ``not x``: a tensor's ``__not__`` (compiled Triton's ``not_``); Python's ``not`` otherwise;
 - ``a < b < c``: refused where compiled Triton refuses it (up to 3.8); 3.9's compiler and
-  interpreter both run a chain.
+  interpreter both run a chain;
+- ``x if test else y`` with a block as the test: refused, as the compiler refuses it;
+- ``min``/``max``: the compiler's own ``builtin_min``/``builtin_max`` where it maps them (3.6 on:
+  element by element on blocks), where Python's picked one whole block.
 
 Where no tensor is involved the result is Python's own, as before. The rewrite is applied by the
 release's ``FunctionRewriter`` (its ``ast_transformer``, 3.2 on) while the switch is on
@@ -25,7 +28,7 @@ release's ``FunctionRewriter`` (its ``ast_transformer``, 3.2 on) while the switc
 
 import ast
 
-__all__ = ["GLOBAL", "Operators", "uses_operators", "bool_op", "not_", "chained_comparison"]
+__all__ = ["GLOBAL", "Operators", "uses_operators", "bool_op", "not_", "conditional", "min_max", "chained_comparison"]
 
 #: the global name a rewritten kernel reaches this module by
 GLOBAL = "__kwshim_operators__"
@@ -63,6 +66,17 @@ class Operators:
             return ast.copy_location(_call("not_", [node.operand]), node)
         return node
 
+    def visit_IfExp(self, node):
+        node = self.generic_visit(node)
+        return ast.copy_location(_call("conditional", [node.test, _thunk(node.body), _thunk(node.orelse)]), node)
+
+    def visit_Call(self, node):
+        node = self.generic_visit(node)
+        if isinstance(node.func, ast.Name) and node.func.id in ("min", "max") and not node.keywords:
+            return ast.copy_location(_call("min_max", [ast.Constant(value=node.func.id), node.func] + node.args),
+                                     node)
+        return node
+
     def visit_Compare(self, node):
         from .. import compat
 
@@ -75,8 +89,11 @@ class Operators:
 
 def uses_operators(tree) -> bool:
     """Whether a kernel's AST holds anything ``Operators`` rewrites."""
-    return any(isinstance(node, ast.BoolOp) or isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not)
-               or isinstance(node, ast.Compare) and len(node.ops) > 1 for node in ast.walk(tree))
+    return any(isinstance(node, (ast.BoolOp, ast.IfExp))
+               or isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not)
+               or isinstance(node, ast.Compare) and len(node.ops) > 1
+               or isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in ("min", "max")
+               for node in ast.walk(tree))
 
 
 def _is_tensor(value) -> bool:
@@ -125,6 +142,33 @@ def not_(operand):
     if _is_tensor(operand):
         return operand.__not__()
     return not operand
+
+
+def conditional(test, body, orelse):
+    """``body() if test else orelse()``: a block as the test is refused, as the compiler refuses it
+    (measured on the H200: "error encountered during parsing"); a scalar or a Python value decides."""
+    if _is_tensor(test) and test.type.is_block():
+        from ..errors import UncompilableError
+
+        raise UncompilableError("kwshim: compiled Triton refuses a conditional expression whose test is a block "
+                                "(error encountered during parsing): use tl.where")
+    return body() if test else orelse()
+
+
+def min_max(name, function, *args):
+    """``min(*args)``/``max(*args)`` as the code generator calls them: its own ``builtin_min``/
+    ``builtin_max`` where it maps Python's builtin to one (3.6 on: element by element for blocks),
+    Python's otherwise; a ``min`` the kernel's module defines is that one."""
+    import builtins
+    import sys
+
+    from .. import compat
+
+    if function is getattr(builtins, name) and compat.compiler_builtins_min_max():
+        builtin = getattr(sys.modules["triton.language.core"], f"builtin_{name}")
+        keyword = compat.front_end_keyword(builtin)  # the interpreter's semantic, as a launch hands it
+        return builtin(*args, **({} if keyword is None else {keyword: compat.front_end(keyword)}))
+    return function(*args)
 
 
 def chained_comparison():

@@ -53,6 +53,9 @@ _MIXING = frozenset(op for op in (
 ) if op is not None)
 
 
+#: ``set_`` from another tensor, which CUDA refuses across devices (measured: ``parity/device_moves.py``)
+_SETS = frozenset(op for op in (getattr(_aten.set_, "source_Tensor", None),) if op is not None)
+
 #: torch's matmuls with a CUDA-only overload (``out_dtype``) and a half-precision path of their own
 _MATMULS = ("mm", "bmm", "addmm", "baddbmm")
 
@@ -170,6 +173,12 @@ class DeviceTensor(torch.Tensor):
         kwargs = kwargs or {}
         if cuda_kernels.kernel_for(func):  # a library's kernel for CUDA: what a CUDA tensor runs
             return func.redispatch(cuda_kernels.CUDA_KEYS, *args, **kwargs)
+        if func in _SETS and len(args) > 1 and isinstance(args[1], torch.Tensor) \
+                and isinstance(args[0], DeviceTensor) != isinstance(args[1], DeviceTensor):
+            here, there = ("cuda:0", "cpu") if isinstance(args[0], DeviceTensor) else ("cpu", "cuda:0")
+            raise RuntimeError(f'Attempted to set the storage of a tensor on device "{here}" to a storage on '
+                               f'different device "{there}".  This is no longer allowed; the devices must match. '
+                               f'(kwshim: the virtual CUDA device)')
         if func not in _MIXING:
             host = _host_operand(args, kwargs)
             if host is not None:

@@ -25,6 +25,7 @@ class GPU(NamedTuple):
     memory_clock_rate_khz: int = 2619000
     memory_bus_width: int = 6144
     l2_cache_size: int = 62914560
+    smi_memory_mib: int = 143771  #: what ``nvidia-smi`` reports (more than torch's ``total_memory``)
 
     @property
     def capability(self):

@@ -16,13 +16,13 @@ __all__ = ["install", "answer", "main"]
 #: the ``GPU-`` UUID the virtual GPU reports (fixed, so that a suite's caches keyed on it hold)
 UUID = "GPU-6b77a7e5-0000-4b1d-8000-000000000000"
 PCI_BUS_ID = "00000000:18:00.0"
-#: the driver the virtual GPU reports: one that runs CUDA 13.0 (``model.CUDA_VERSION``)
-DRIVER_VERSION = "580.95.05"
+#: the driver the virtual GPU reports: the H200's (``parity/cuda_state_h200.json``), which runs CUDA 13.0
+DRIVER_VERSION = "580.159.04"
 
 
 def _fields(gpu):
     """nvidia-smi's query fields: (header, value with its unit, value without it)."""
-    mib = gpu.total_memory // 2 ** 20
+    mib = gpu.smi_memory_mib
     return {
         "index": ("index", "0", "0"),
         "name": ("name", gpu.name, gpu.name),
@@ -62,7 +62,7 @@ def answer(args, gpu):
 
 
 def _table(gpu):
-    mib = gpu.total_memory // 2 ** 20
+    mib = gpu.smi_memory_mib
     rule = "+-----------------------------------------------------------------------------------------+"
     return "\n".join([
         rule,

@@ -166,7 +166,8 @@ def install(patch) -> None:
             return to_device(to(self, *args, **kwargs))
         if target == "cpu" and isinstance(self, DeviceTensor):
             kwargs.pop("copy", None)
-            return to(to_host(self), *args, **kwargs)
+            moved = to(to_host(self), *args, **kwargs)
+            return _pin(moved) if kwargs.get("non_blocking") else moved  # CUDA copies into pinned memory
         return to(self, *args, **kwargs)
 
     def cuda(self, device=None, non_blocking=False, memory_format=torch.preserve_format):
