@@ -174,17 +174,24 @@ GRID_TESTS = textwrap.dedent("""
 """)
 
 
-@pytest.mark.parametrize("workers", [[], ["-n", "2"]])
-def test_the_summary_counts_batched_launches_and_names_each_fallback_with_its_counts(tmp_path, workers):
+def run_grid_tests(tmp_path, grid, workers):
+    """``GRID_TESTS`` under ``pytest --kwshim --kwshim-grid grid`` (with xdist's ``workers``); skipped
+    where the interpreter has no module-wide builder to batch with (2.x)."""
     import triton.runtime.interpreter as interpreter
 
     if not hasattr(interpreter, "interpreter_builder"):
         pytest.skip("2.x: no module-wide builder to batch with")
     (tmp_path / "test_grid.py").write_text(GRID_TESTS)
     done = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--kwshim",
-                           "--kwshim-grid", "batched", *workers, "test_grid.py"], capture_output=True, text=True,
+                           "--kwshim-grid", grid, *workers, "test_grid.py"], capture_output=True, text=True,
                           cwd=tmp_path, env=environment(), timeout=300)
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+    return done
+
+
+@pytest.mark.parametrize("workers", [[], ["-n", "2"]])
+def test_the_summary_counts_batched_launches_and_names_each_fallback_with_its_counts(tmp_path, workers):
+    done = run_grid_tests(tmp_path, "batched", workers)
     replayed = "1" if not workers else "[01]"  # each worker traces the kernel's first launch it runs
     assert re.search(rf"kwshim grid: 4 launches of 2\+ programs, 2 batched \({replayed} replayed a trace\), 2 ran the "
                      r"loop \(50\.0%\)", done.stdout), done.stdout
@@ -193,15 +200,7 @@ def test_the_summary_counts_batched_launches_and_names_each_fallback_with_its_co
 
 @pytest.mark.parametrize("workers", [[], ["-n", "2"]])
 def test_under_grid_check_the_summary_says_how_many_launches_were_compared(tmp_path, workers):
-    import triton.runtime.interpreter as interpreter
-
-    if not hasattr(interpreter, "interpreter_builder"):
-        pytest.skip("2.x: no module-wide builder to batch with")
-    (tmp_path / "test_grid.py").write_text(GRID_TESTS)
-    done = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--kwshim",
-                           "--kwshim-grid", "check", *workers, "test_grid.py"], capture_output=True, text=True,
-                          cwd=tmp_path, env=environment(), timeout=300)
-    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+    done = run_grid_tests(tmp_path, "check", workers)
     # rows' 2 launches ran batched and compared; prints' fell back to the loop, compared with nothing
     assert "kwshim grid=check: 2 batched launches compared with Triton's loop bit for bit, all the same" \
         in done.stdout, done.stdout

@@ -77,20 +77,17 @@ def _read_values(fn):
     import triton.language as tl
 
     scopes, cells = _reads(fn)
+    read = [(name, scope.get(name)) for scope, name in scopes]
+    for cell in cells:
+        try:
+            read.append((None, cell.cell_contents))
+        except ValueError:  # not set yet
+            continue
     kinds, values = constant_types(), []
-    for scope, name in scopes:
-        value = scope.get(name)
+    for name, value in read:
         value = value.value if isinstance(value, tl.constexpr) else value
         if isinstance(value, kinds):
             values.append((name, _by_bits(value)))
-    for cell in cells:
-        try:
-            value = cell.cell_contents
-        except ValueError:  # not set yet
-            continue
-        value = value.value if isinstance(value, tl.constexpr) else value
-        if isinstance(value, kinds):
-            values.append(_by_bits(value))
     return tuple(values)
 
 

@@ -314,6 +314,7 @@ def interpreted_has_warmup() -> bool:
     return hasattr(kernel_classes().interpreted, "warmup")
 
 
+@functools.lru_cache(maxsize=None)
 def module_wide_builder() -> bool:
     """Whether the installed interpreter runs every program through one module-wide builder object
     and a ``GridExecutor`` (3.0 on; 2.x has neither): what a batch of programs needs."""

@@ -27,6 +27,8 @@ release's ``FunctionRewriter`` (its ``ast_transformer``, 3.2 on) while the switc
 """
 
 import ast
+import builtins
+import sys
 
 __all__ = ["GLOBAL", "Operators", "uses_operators", "bool_op", "not_", "conditional", "min_max", "chained_comparison"]
 
@@ -159,9 +161,6 @@ def min_max(name, function, *args):
     """``min(*args)``/``max(*args)`` as the code generator calls them: its own ``builtin_min``/
     ``builtin_max`` where it maps Python's builtin to one (3.6 on: element by element for blocks),
     Python's otherwise; a ``min`` the kernel's module defines is that one."""
-    import builtins
-    import sys
-
     from .. import compat
 
     if function is getattr(builtins, name) and compat.compiler_builtins_min_max():
