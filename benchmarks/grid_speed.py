@@ -20,7 +20,8 @@ only its last result alive, as a training loop does. Small blocks (the 2-row lau
 (``compiled.load_for_small_blocks``; the "no fast" column runs NumPy's code). The "launches" column
 is the batched run's time inside the kernels' launches alone (``kernel[grid](...)``, call to return),
 without Liger's own host code around them (its allocations and checks, torch's autograd): a 2-row
-launch is what the floor is held to.
+launch is what the floor is held to. The same launches with ``check_bounds=False``, alternating with
+the others, give the bounds check's cost (``interpreter/bounds.py``), on by default.
 """
 
 import argparse
@@ -237,15 +238,15 @@ def main():
     compiled.load_for_small_blocks()  # small blocks too: as a process that has run them long enough
     table = ["| Liger kernel | pass | rows (= programs) | sequential | batched | speed-up | without kwshim[fast] "
              "| torch (CPU) | NumPy floor | batched / floor | batched - floor | launches | launches - floor "
-             "| same bits |",
-             "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
+             "| launches, check_bounds=False | the bounds check's cost | same bits |",
+             "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
     device = arguments.device
     settings = {"device": device} if device else {}
     print(f"medians of {arguments.repeats} runs ({arguments.sequential_repeats} sequential); kwshim[fast]: "
           f"{'numba' if fast else 'not installed'}")
     print(f"{'kernel':<19}{'pass':>5}{'rows':>6}{'sequential':>12}{'batched':>11}{'speed-up':>9}{'no fast':>11}"
           f"{'torch':>10}{'floor':>10}{'batched/floor':>14}{'batched-floor':>14}{'launches':>10}"
-          f"{'launch-floor':>13}  same bits")
+          f"{'launch-floor':>13}{'unchecked':>11}{'check':>7}  same bits")
     for rows in arguments.rows:
         for name, function, reference, inputs, floors in _cases(rows, arguments.cols):
             clock = _LaunchClock()
@@ -257,10 +258,16 @@ def main():
                 with _without_fast():
                     return batched_run()
 
+            def unchecked_run():
+                with kwshim.activate(check_bounds=False):
+                    return batched_run()
+
             with kwshim.activate(grid="batched", **settings), clock.timing():  # on throughout: traces kept
                 batched_run()  # warm: kernels made, autotuned, traced, cached
                 plain_run()
-                (batched, batched_out), (plain, plain_out) = _alternating(arguments.repeats, batched_run, plain_run)
+                unchecked_run()
+                (batched, batched_out), (plain, plain_out), (unchecked, _) = _alternating(
+                    arguments.repeats, batched_run, plain_run, unchecked_run)
             with kwshim.activate(grid="sequential", **settings):
                 sequential, sequential_out = _median(arguments.sequential_repeats,
                                                      lambda: _forward_backward(function, inputs, device))
@@ -290,7 +297,10 @@ def main():
                     cells += [_milliseconds(floor[index]), f"{batched[index] / floor[index]:.1f}x",
                               _milliseconds(batched[index] - floor[index]), _milliseconds(launches),
                               _milliseconds(launches - floor[index])]
-                print(line + f"  {same}")
+                unchecked_launches = unchecked[2 + index]
+                cost = f"{(launches - unchecked_launches) / unchecked_launches * 100:+.0f}%"
+                print(line + f"{unchecked_launches * 1e3:>9.2f}ms{cost:>7}  {same}")
+                cells += [_milliseconds(unchecked_launches), cost]
                 table.append("| " + " | ".join(str(cell) for cell in cells + [same]) + " |")
     reasons = grid_module.fallback_reasons()
     print(f"\nkernels that fell back to the loop: {len(reasons)}")

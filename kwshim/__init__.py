@@ -9,8 +9,9 @@ from .doors.decorator import kwsafe
 from .doors.retrofit import kwsafe_module
 from .doors.switch import activate, active_settings
 from .errors import (AutotuneSideEffectError, ConfigDivergenceError, GridDivergenceError, LaunchArgumentError,
-                     LaunchOptionError, MissingNumericsDependencyError, PlacementError, TritonNotFoundError,
-                     UncompilableError, UnknownLaunchKeywordError, UnsupportedSignatureError, UnsupportedTritonError)
+                     LaunchOptionError, MissingNumericsDependencyError, OutOfBoundsError, PlacementError,
+                     TritonNotFoundError, UncompilableError, UnknownLaunchKeywordError, UnsupportedSignatureError,
+                     UnsupportedTritonError)
 from .launch.kernel import KwsafeKernel
 from .launch.options import get_target, set_target
 from .settings import Settings
@@ -38,5 +39,6 @@ __all__ = [
     "UncompilableError",
     "MissingNumericsDependencyError",
     "GridDivergenceError",
+    "OutOfBoundsError",
     "__version__",
 ]

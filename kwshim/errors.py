@@ -17,6 +17,7 @@ __all__ = [
     "UncompilableError",
     "MissingNumericsDependencyError",
     "GridDivergenceError",
+    "OutOfBoundsError",
 ]
 
 
@@ -132,6 +133,18 @@ class GridDivergenceError(AssertionError):
     """Under ``grid="check"``, the batched run of a launch's programs left a tensor argument with
     other bits than Triton's own loop, one program after another, left it. The message names the
     kernel, the argument and the first differing index; the loop's result is what the tensors hold.
+
+    Added in 0.2.0.
+    """
+
+
+class OutOfBoundsError(RuntimeError):
+    """An interpreted kernel loaded, stored or applied an atomic at an address outside the memory
+    its launch may touch (the storages of the tensors it was handed, or any live tensor's), found
+    before the access was made. The message names what compute-sanitizer's memcheck names on a GPU:
+    the kernel, the source line, the program, the access's size, the argument, the offset in elements
+    and bytes, and how far outside its allocation. Stores of the programs before it are made; the
+    one that failed wrote nothing. ``check_bounds=False`` turns the check off.
 
     Added in 0.2.0.
     """

@@ -3,12 +3,12 @@
 The launch paths (``launch.kernel``) and the grid seam (``batching.programs``) set these through
 the launch's ``Patch``, which undoes them when the launch ends. Launches are serialized on the
 interpreter's ``LAUNCH_LOCK``, so a module attribute is the launch's own. Every wing reads them:
-the arithmetic (``requested_fusion``, ``launch_warps``), the seam and the batching (``batch``).
+the arithmetic (``requested_fusion``, ``launch_warps``), the seam and the batching (``batch``, ``allocations``).
 ``Fallback`` is how anything a launch runs tells the batch that only Triton's loop gives the
 loop's bits.
 """
 
-__all__ = ["batch", "requested_fusion", "launch_warps", "Fallback"]
+__all__ = ["batch", "requested_fusion", "launch_warps", "allocations", "Fallback"]
 
 #: The batch of the launch in progress (``batching.programs._Batch``: program ids, count, the
 #: ``StoreLog``), or None outside a batched launch.
@@ -21,6 +21,10 @@ requested_fusion = None
 #: ``num_warps`` as the launch in progress gives it (None: not given; Triton's NVIDIA default, 4,
 #: applies), which ``tl.extra.cuda.num_warps()`` and the lane order read.
 launch_warps = None
+
+#: The memory the launch in progress may touch (``interpreter.bounds.Allocations``), whose loads,
+#: stores and atomics are checked against it; None: nothing is checked (``check_bounds=False``).
+allocations = None
 
 
 class Fallback(Exception):

@@ -105,6 +105,9 @@ FIELDS = (
     Field("compile", "off", "whether interpreted kernels are also compiled for the H200 (sm_90): off, or check "
           "(refuse what its compiler and launcher refuse; warmup() returns the compiled kernel) (default: off)",
           tuple(COMPILES)),
+    Field("check_bounds", True, "check every load, store and atomic of an interpreted kernel against the memory "
+          "its launch may touch (OutOfBoundsError); off: out-of-bounds addresses are read and written as the "
+          "interpreter reads them"),
 )
 _DEFAULTS = {field.name: field.default for field in FIELDS}
 
@@ -127,6 +130,8 @@ class Settings:
         grid: ``"sequential"``, ``"batched"`` (the default) or ``"check"``.
         device: None (the default) or ``"cuda"``, the virtual CUDA device.
         compile: ``"off"`` (the default) or ``"check"`` (each specialization also compiled for the H200).
+        check_bounds: whether each load, store and atomic of an interpreted kernel is checked against
+            the memory its launch may touch (default True: ``OutOfBoundsError``).
     """
 
     autotune: str = _DEFAULTS["autotune"]
@@ -137,13 +142,16 @@ class Settings:
     grid: str = _DEFAULTS["grid"]
     device: Optional[str] = None
     compile: str = _DEFAULTS["compile"]
+    check_bounds: bool = _DEFAULTS["check_bounds"]
 
     def __post_init__(self):
         for name, wanted in (("autotune", str), ("numerics", str), ("grid", str), ("device", (str, type(None))),
-                             ("equal_nan", bool), ("compile", str)):
+                             ("equal_nan", bool), ("compile", str),
+                             ("check_bounds", bool)):
             value = getattr(self, name)
             if not isinstance(value, wanted):
-                what = {"device": "None or a string", "equal_nan": "True or False"}.get(name, "a string")
+                what = {"device": "None or a string", "equal_nan": "True or False",
+                        "check_bounds": "True or False"}.get(name, "a string")
                 raise TypeError(f"kwshim: {name} must be {what}, not {value!r}")
         for name in ("rtol", "atol"):
             value = getattr(self, name)
@@ -177,7 +185,8 @@ class Settings:
 
     def __repr__(self):
         return (f"Settings({self.autotune!r}, rtol={self.rtol}, atol={self.atol}, equal_nan={self.equal_nan}, "
-                f"numerics={self.numerics!r}, grid={self.grid!r}, device={self.device!r}, compile={self.compile!r})")
+                f"numerics={self.numerics!r}, grid={self.grid!r}, device={self.device!r}, compile={self.compile!r}, "
+                f"check_bounds={self.check_bounds})")
 
 
 DEFAULT = Settings()

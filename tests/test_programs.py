@@ -421,3 +421,33 @@ def test_the_store_log_finds_every_pair_of_records_whose_spans_meet_in_the_loop_
         found = list(records_module.spans_meeting(records, others))
         assert [(id(a), id(b)) for a, b in found] == [(id(a), id(b)) for a, b in expected]
         assert count < 40 or len(expected) > 5  # the larger cases hold meeting pairs to find
+
+
+@batching
+@needs_block_loads
+def test_check_runs_the_loop_alone_for_a_launch_whose_tensors_pass_its_memory_bound(monkeypatch):
+    """``grid="check"`` copies a launch's tensors twice; past ``CHECK_MOST_BYTES`` it runs the loop alone
+    (counted: the summary says so), so its memory stays under twice the bound beside them."""
+    from kwshim.doors.pytest_plugin import _summary_lines
+
+    def counts():
+        record = grid_module.launch_record().get(row_norm.fn.__qualname__, {})
+        return record.get("checked", 0), record.get("too_large", 0)
+
+    x, w = torch.randn(8, 16), torch.randn(16)
+    y, expected = torch.zeros(8, 16), torch.zeros(8, 16)
+    with kwshim.activate(grid="sequential"):
+        row_norm[(8,)](x, w, expected, 16, BLOCK=16)
+    before = counts()
+    monkeypatch.setattr(grid_module, "CHECK_MOST_BYTES", x.nbytes + w.nbytes + y.nbytes)  # exactly at the bound
+    with kwshim.activate(grid="check"):
+        row_norm[(8,)](x, w, y, 16, BLOCK=16)
+        assert counts() == (before[0] + 1, before[1])  # compared
+        monkeypatch.setattr(grid_module, "CHECK_MOST_BYTES", x.nbytes + w.nbytes + y.nbytes - 1)
+        y.zero_()
+        row_norm[(8,)](x, w, y, 16, BLOCK=16)
+        assert counts() == (before[0] + 1, before[1] + 1)  # past it: the loop alone
+    assert torch.equal(y, expected)
+    lines = _summary_lines(grid_module.launch_record(), checking=True)
+    assert any("launches ran the loop alone, their tensors over" in line and "(too large to copy)" in line
+               for line in lines), lines

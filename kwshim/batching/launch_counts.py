@@ -7,11 +7,12 @@ Only launches of two or more programs count (a batch can speed nothing else), un
 import threading
 from typing import Dict
 
-__all__ = ["count", "not_counted", "checked", "batched_launches", "launch_record", "merge_records", "REASONS",
-           "launched", "total"]
+__all__ = ["count", "not_counted", "checked", "too_large_to_check", "batched_launches", "launch_record",
+           "merge_records", "REASONS", "launched", "total"]
 
 _LOCK = threading.Lock()
-#: kernel function -> [launches batched, launches that ran the loop, replayed a trace, compared by check]
+#: kernel function -> [launches batched, launches that ran the loop, replayed a trace, compared by check,
+#: too large for check to compare]
 _LAUNCHES: Dict[object, list] = {}
 #: kernel function -> why its last batch fell back: ``programs``' own dict, read for the record.
 REASONS: Dict[object, str] = {}
@@ -31,7 +32,7 @@ def launched() -> None:
 def count(fn, batched, replayed=False) -> None:
     """One launch of two or more programs of ``fn``: batched (and whether it replayed a trace), or the loop."""
     with _LOCK:
-        counts = _LAUNCHES.setdefault(fn, [0, 0, 0, 0])
+        counts = _LAUNCHES.setdefault(fn, [0, 0, 0, 0, 0])
         counts[0 if batched else 1] += 1
         counts[2] += replayed
 
@@ -43,7 +44,13 @@ def not_counted(fn, batched, replayed=False) -> None:
 def checked(fn) -> None:
     """A launch of ``fn`` that ``grid="check"`` ran batched and found the loop's bits."""
     with _LOCK:
-        _LAUNCHES.setdefault(fn, [0, 0, 0, 0])[3] += 1
+        _LAUNCHES.setdefault(fn, [0, 0, 0, 0, 0])[3] += 1
+
+
+def too_large_to_check(fn) -> None:
+    """A launch of ``fn`` whose tensors were too large for ``grid="check"`` to copy: it ran the loop alone."""
+    with _LOCK:
+        _LAUNCHES.setdefault(fn, [0, 0, 0, 0, 0])[4] += 1
 
 
 def batched_launches(fn) -> int:
@@ -54,13 +61,14 @@ def batched_launches(fn) -> int:
 
 def launch_record() -> Dict[str, dict]:
     """{kernel name: {"batched": launches, "replayed": of those, launches that replayed a trace,
-    "looped": launches, "checked": launches compared with the loop, "reason": why it fell back or
-    None}}, for the launches of two or more programs in this process."""
+    "looped": launches, "checked": launches compared with the loop, "too_large": launches check ran the
+    loop alone for, "reason": why it fell back or None}}, for the launches of two or more programs in
+    this process."""
     with _LOCK:
         records = [{getattr(fn, "__qualname__", repr(fn)):
                     {"batched": batched_count, "replayed": replayed, "looped": looped, "checked": compared,
-                     "reason": REASONS.get(fn)}}
-                   for fn, (batched_count, looped, replayed, compared) in _LAUNCHES.items()]
+                     "too_large": large, "reason": REASONS.get(fn)}}
+                   for fn, (batched_count, looped, replayed, compared, large) in _LAUNCHES.items()]
     return merge_records(records)
 
 
@@ -69,8 +77,9 @@ def merge_records(records) -> Dict[str, dict]:
     merged: Dict[str, dict] = {}
     for record in records:
         for name, entry in record.items():
-            into = merged.setdefault(name, {"batched": 0, "replayed": 0, "looped": 0, "checked": 0, "reason": None})
-            for key in ("batched", "replayed", "looped", "checked"):
+            into = merged.setdefault(name, {"batched": 0, "replayed": 0, "looped": 0, "checked": 0, "too_large": 0,
+                                            "reason": None})
+            for key in ("batched", "replayed", "looped", "checked", "too_large"):
                 into[key] += entry.get(key, 0)
             into["reason"] = into["reason"] or entry["reason"]
     return merged

@@ -32,15 +32,20 @@ import numpy as np
 from ..arithmetic import dot_chains
 from ..compat.interpreter import launched_function, module_wide_builder
 from .. import launch_state
-from ..interpreter import fixes, language_patch, refusals
+from ..errors import OutOfBoundsError
+from ..interpreter import bounds, fixes, language_patch, refusals
 from ..settings import in_force
 from . import launch_counts, plain_launch, program_groups, replay
 from .launch_counts import launch_record, merge_records  # noqa: F401  (the pytest door reads them here)
 
-__all__ = ["install", "fallback_reasons", "launch_record", "merge_records", "batching_works"]
+__all__ = ["install", "CHECK_MOST_BYTES", "fallback_reasons", "launch_record", "merge_records", "batching_works"]
 
 _INTERPRETER = "triton.runtime.interpreter"
 _FIRST_CHUNK = 64
+#: ``grid="check"`` compares a launch whose tensors hold at most this many bytes: it copies them twice
+#: (the state before, the loop's result), so its own memory stays under twice this beside them. A
+#: larger launch runs the loop alone, counted (``launch_counts.too_large_to_check``) and summarized.
+CHECK_MOST_BYTES = 2 ** 30
 _CHUNK_ELEMENTS = 2 ** 22
 _MOST_PROGRAMS = 4096
 
@@ -84,6 +89,10 @@ def install(patch) -> None:
     if executor is None or not batching_works():
         return
     patch.setattr(executor, "__call__", _grid_call(vars(executor)["__call__"]))
+    native = getattr(interpreter, "_interpreter", None)
+    if native is not None:  # every load, store and atomic checked against the launch's memory (``bounds``)
+        for owner, name, value in bounds.native_entries(native):
+            patch.setattr(owner, name, value)
     patch.setattr(executor, "__init__", plain_launch.remembering_init(vars(executor)["__init__"]))
     if callable(vars(interpreter).get("_patch_lang")):
         patch.setattr(interpreter, "_patch_lang", language_patch.deferring_patch_lang(vars(interpreter)["_patch_lang"]))
@@ -94,10 +103,14 @@ def _grid_call(original):
     def __call__(self, *args_dev, **kwargs):
         launch_counts.launched()
         chained, dot_chains.launch_chained = dot_chains.launch_chained, dot_chains.chains_dots(self.fn)
+        allocations = launch_state.allocations
+        if in_force().check_bounds:
+            launch_state.allocations = bounds.Allocations(self.fn, args_dev, kwargs)
         try:
             return _launch(self, *args_dev, **kwargs)
         finally:
             dot_chains.launch_chained = chained
+            launch_state.allocations = allocations
 
     def _launch(self, *args_dev, **kwargs):
         mode = in_force().grid
@@ -134,6 +147,9 @@ def _refused_as_compiled(call, *args, **kwargs):
     try:
         return call(*args, **kwargs)
     except Exception as exc:
+        out_of_bounds = _fallback_in(exc, OutOfBoundsError)
+        if out_of_bounds is not None and out_of_bounds is not exc:  # kwshim's own, not the interpreter's wrapper
+            raise out_of_bounds.with_traceback(None) from None
         refused = refusals.as_compiled(exc) if type(exc).__name__ == "InterpreterError" else None
         if refused is None:
             raise
@@ -236,6 +252,9 @@ def _run(fn, args, grid, make_language=_nothing):
                 write_through = True
                 continue
         except Exception as exc:  # anything a batch cannot do, the loop does (or raises as Triton raises)
+            if _fallback_in(exc, OutOfBoundsError) is not None:  # the loop stops at the program and line
+                make_language()
+                return _sequential(fn, args, grid, first)
             cause = _fallback_in(exc, Fallback)
             if isinstance(cause, Diverged) and count > 1:
                 grouped = program_groups.run(fn, cause.values, first, count, functools.partial(
@@ -371,9 +390,12 @@ def _checked(fn, args, grid, tensors):
     from ..errors import GridDivergenceError
     from ..snapshot import State
 
-    before = State(tensors)
     builder = _builder()
     builder.set_grid_dim(*grid)
+    if _bytes_of(tensors) > CHECK_MOST_BYTES:  # its copies would double a launch this large: the loop alone
+        launch_counts.too_large_to_check(fn)
+        return _sequential(fn, args, grid)
+    before = State(tensors)
     _sequential(fn, args, grid)
     looped = State(tensors)
     before.put(_same_bits)
@@ -391,6 +413,15 @@ def _checked(fn, args, grid, tensors):
                 f"stored {_item(reference, index)}): run it with grid='sequential' and report this")
     if compared:
         launch_counts.checked(fn)
+
+
+def _bytes_of(tensors):
+    """The bytes of the storages ``tensors`` (``(name, tensor)``) reach, each storage once."""
+    storages = {}
+    for _, tensor in tensors:
+        storage = tensor.untyped_storage()
+        storages[storage.data_ptr()] = storage.nbytes()
+    return sum(storages.values())
 
 
 def _same_bits(reference, tensor):

@@ -19,6 +19,7 @@ import sys
 import numpy as np
 
 from . import memory
+from ..interpreter.bounds import check_rows
 
 __all__ = ["addresses", "row_starts", "shifted", "pointers_class", "block_ndim", "prefix", "pieces", "load",
            "shared", "store_rows"]
@@ -210,6 +211,7 @@ def load(log, ptrs, mask, other, fewest):
     reads = []
     for length, kept in found:
         flat, owners = _rows_of(starts, kept)
+        check_rows(flat, length, ptrs.width, ptrs.pitch, "read")  # before the view reads a byte
         view = loaded = memory.read_rows(flat, length, numpy_type, ptrs.pitch)
         if loaded is not None and log.write_through:  # a later store of the batch writes at once
             view, loaded = None, loaded.copy()

@@ -17,6 +17,7 @@ records' addresses.
 import numpy as np
 
 from . import memory
+from ..interpreter.bounds import check as _check_bounds, check_rows as _check_rows
 from .records import READ_AFTER_WRITE as _READ_AFTER_WRITE, TWO_SIZES, Record as _Record, Rows as _Rows, \
     bytes_meet_across_widths, rows_apply, rows_conflict, spans_meeting
 
@@ -49,6 +50,7 @@ class StoreLog:
     def load(self, addresses, mask, width=8):
         """The load's record (whose ``increasing()`` the gather reads, computed once for both) of
         ``width``-byte elements."""
+        _check_bounds(addresses, width, "read")
         record = _Record(addresses, None, mask, self._step(), self.programs, width=width)
         self.loads.append(record)
         return record
@@ -59,6 +61,7 @@ class StoreLog:
         return values.copy() if any(np.may_share_memory(values, view) for view in self._views) else values
 
     def store(self, addresses, values, mask):
+        _check_bounds(addresses, values.dtype.itemsize, "write")
         self.stores.append(_Record(addresses, self._own(values), mask, self._step(), self.programs))
 
     def load_rows(self, starts, length, width, view=None, owners=None, pitch=None):
@@ -75,6 +78,7 @@ class StoreLog:
         """A store of each row of ``rows`` (programs or 1, length; the values' bits) from its start, its
         elements ``pitch`` bytes apart (with ``owners``, the program of each row: one start and one
         row of values each)."""
+        _check_rows(starts, rows.shape[1], rows.dtype.itemsize, pitch, "write")
         rows = self._own(rows)
         if owners is None:
             programs = max(starts.size, rows.shape[0])
@@ -88,6 +92,7 @@ class StoreLog:
     def atomic(self, addresses, values, mask, apply, kind):
         """An atomic read-modify-write whose returned value the kernel does not use: applied at
         ``commit`` by ``apply`` (the interpreter's own), in the loop's order."""
+        _check_bounds(addresses, values.dtype.itemsize, "atomic")
         self.atomics.append(_Record(addresses, self._own(values), mask, self._step(), self.programs, apply, kind))
 
     def largest(self):

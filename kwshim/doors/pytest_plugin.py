@@ -255,6 +255,10 @@ def _numba_compiles():
     return compiled.compile_record() if compiled is not None else (0, 0.0)
 
 
+def _gib(size):
+    return f"{size / 2 ** 30:g} GiB"
+
+
 def _summary_lines(record: Dict[str, dict], checking: bool = False) -> list:
     """What ran batched and what fell back, and why, with counts (kernels and launches); under
     ``grid="check"`` (``checking``), how many launches were compared with the loop."""
@@ -263,8 +267,13 @@ def _summary_lines(record: Dict[str, dict], checking: bool = False) -> list:
     looped = sum(entry["looped"] for entry in record.values())
     total = batched + looped
     checked = sum(entry.get("checked", 0) for entry in record.values())
+    large = sum(entry.get("too_large", 0) for entry in record.values())
+    if large:
+        from ..batching.programs import CHECK_MOST_BYTES
+    too_large = f"; {large} launches ran the loop alone, their tensors over {_gib(CHECK_MOST_BYTES)} (too large " \
+        f"to copy)" if large else ""
     compared = [f"kwshim grid=check: {checked} batched launches compared with Triton's loop bit for bit, "
-                f"all the same"] if checking else []
+                f"all the same{too_large}"] if checking else []
     if not total:
         return compared
     lines = [f"kwshim grid: {total} launches of 2+ programs, {batched} batched ({replayed} replayed a trace), "

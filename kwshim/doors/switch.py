@@ -86,7 +86,7 @@ UNSET: Any = _Unset()
 
 def activate(autotune: str = UNSET, *, rtol: float = UNSET, atol: float = UNSET, equal_nan: bool = UNSET,
              numerics: str = UNSET, grid: str = UNSET, device: Optional[str] = UNSET,
-             compile: str = UNSET) -> Handle:
+             compile: str = UNSET, check_bounds: bool = UNSET) -> Handle:
     """Switch kwshim on for the whole process and return its handle (also a context manager).
 
     A setting not given is the enclosing activation's, else its ``KWSHIM_NAME`` environment
@@ -122,9 +122,15 @@ def activate(autotune: str = UNSET, *, rtol: float = UNSET, atol: float = UNSET,
     ``CompilationError``, a kernel needing more shared memory than the H200 gives a block raises
     ``OutOfResources`` at launch (and an autotuner prunes its Config), and ``warmup()`` and a launch
     return the ``CompiledKernel`` (``.asm``). The interpreter still computes every result.
+
+    ``check_bounds`` (default True) checks every load, store and atomic of an interpreted kernel,
+    before it is made, against the memory its launch may touch: an address outside it raises
+    ``OutOfBoundsError`` naming the kernel, line, program, argument and offset, where the interpreter
+    would read or write the process's memory there (and could end the process). ``False`` leaves
+    the interpreter's silence.
     """
     given = dict(autotune=autotune, rtol=rtol, atol=atol, equal_nan=equal_nan, numerics=numerics, grid=grid,
-                 device=device, compile=compile)
+                 device=device, compile=compile, check_bounds=check_bounds)
     return activate_with({name: value for name, value in given.items() if value is not UNSET})
 
 

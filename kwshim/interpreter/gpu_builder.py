@@ -27,6 +27,7 @@ from ..arithmetic import conversions, inline_ptx, lane_order, special_registers
 from ..arithmetic.fma import fma
 from ..arithmetic.formats import ML_DTYPES, bits_type, is_fp8, is_ml_dtype, numpy_dtype_function
 from ..arithmetic.numpy_quiet import quiet
+from . import bounds
 from .refusals import _INTERPRETER, refuse_lowering as _refuse, type_name as _name
 
 __all__ = ["entries"]
@@ -118,6 +119,15 @@ def gpu_builder_class(base):
             from ..arithmetic.libdevice import extern_elementwise
 
             return extern_elementwise(symbol, arg_list, ret_type, self.kwshim_gpu_arithmetic)
+
+        def create_int_to_ptr(self, src, dst_type):  # a table of pointers: any live tensor's memory (``bounds``)
+            bounds.made_from_integers()
+            return base.create_int_to_ptr(self, src, dst_type)
+
+        def create_bitcast(self, src, dst_type):
+            if getattr(dst_type, "scalar", dst_type).is_ptr():
+                bounds.made_from_integers()
+            return base.create_bitcast(self, src, dst_type)
 
         def create_int_cast(self, src, dst_type, is_signed):  # integers wrap as on the GPU: Triton's own
             return base.cast_impl(self, src, dst_type)
