@@ -20,7 +20,7 @@ to the CPU's own fused multiply-add instead (``compiled``): the same bits, 10-40
 import numpy as np
 
 from . import compiled
-from .formats import type_name
+from .formats import canonical_nans, type_name
 from .numpy_quiet import quiet
 
 __all__ = ["fma", "numpy_fma", "fma_chain"]
@@ -32,9 +32,9 @@ def fma(a, b, c):
     fused = compiled.ufunc_for("fma", max(np.size(a), np.size(b), np.size(c))) if dtype in _COMPILED_TYPES else None
     if fused is not None:
         with np.errstate(all="ignore"):  # inf * 0 is NaN, as IEEE's
-            return fused(np.asarray(a, dtype), np.asarray(b, dtype), np.asarray(c, dtype))
+            return canonical_nans(fused(np.asarray(a, dtype), np.asarray(b, dtype), np.asarray(c, dtype)))
     if dtype in _COMPILED_TYPES:  # NumPy's time counted: the compiled loop could take it
-        return compiled.in_numpy(numpy_fma, a, b, c)
+        return canonical_nans(compiled.in_numpy(numpy_fma, a, b, c))  # one NaN, whichever engine ran
     return numpy_fma(a, b, c)
 
 
@@ -61,11 +61,11 @@ def fma_chain(xs, ys, start):
             np.add(products[step], accumulated, out=sums[step])
             accumulated = sums[step].astype(dtype)
         if _doubtful(sums, sums.astype(dtype), dtype) is None:
-            return accumulated
+            return canonical_nans(accumulated)  # as the steps through ``fma`` leave a NaN
     accumulated = start
     for x, y in zip(xs, ys):
         accumulated = numpy_fma(x, y, accumulated).astype(dtype, copy=False)
-    return accumulated
+    return canonical_nans(accumulated)
 
 
 def numpy_fma(a, b, c):

@@ -120,3 +120,30 @@ def finite_max(numpy_type) -> float:
         return float(ml_dtypes.finfo(numpy_type).max)
     except (ImportError, ValueError):
         return float(np.finfo(numpy_type).max)
+
+
+#: The NaN the H200's fp32 and fp64 arithmetic makes of any NaN, whatever the sign and payload it came
+#: from (fp32: measured, ``parity/nan_payloads_h100.json``; fp64: PTX's canonical NaN).
+CANONICAL_NAN_BITS = {np.dtype(np.float32): 0x7FFFFFFF, np.dtype(np.float64): 0x7FFFFFFFFFFFFFFF}
+
+
+def canonical_nans(values):
+    """``values`` (an fp32 or fp64 array) with every NaN the H200's canonical one, in place where it
+    can be written: the operations whose engine depends on a block's size (fused multiply-adds, lane
+    sums and scans: NumPy's code or numba's loops) leave NaN payloads as each engine propagates them,
+    and the H200 leaves one NaN. Costs one sum of the values where there is none."""
+    canonical = CANONICAL_NAN_BITS.get(getattr(values, "dtype", None))
+    if canonical is None or not values.size:
+        return values
+    if not isinstance(values, np.ndarray):  # a scalar
+        return np.array(canonical, bits_type(values.dtype)).view(values.dtype)[()] if np.isnan(values) else values
+    with np.errstate(all="ignore"):
+        if np.isfinite(np.add.reduce(values, axis=None)):  # no NaN (an overflow to inf looks again)
+            return values
+    nan = np.isnan(values)
+    if not nan.any():
+        return values
+    if not values.flags.writeable:
+        values = values.copy()
+    values.view(bits_type(values.dtype))[nan] = canonical
+    return values

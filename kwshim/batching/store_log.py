@@ -50,8 +50,8 @@ class StoreLog:
     def load(self, addresses, mask, width=8):
         """The load's record (whose ``increasing()`` the gather reads, computed once for both) of
         ``width``-byte elements."""
-        _check_bounds(addresses, width, "read")
         record = _Record(addresses, None, mask, self._step(), self.programs, width=width)
+        _check_bounds(addresses, width, "read", rising=record.increasing())  # the gather reads it too
         self.loads.append(record)
         return record
 
@@ -61,8 +61,9 @@ class StoreLog:
         return values.copy() if any(np.may_share_memory(values, view) for view in self._views) else values
 
     def store(self, addresses, values, mask):
-        _check_bounds(addresses, values.dtype.itemsize, "write")
-        self.stores.append(_Record(addresses, self._own(values), mask, self._step(), self.programs))
+        record = _Record(addresses, self._own(values), mask, self._step(), self.programs)
+        _check_bounds(addresses, values.dtype.itemsize, "write", rising=record.increasing())  # the commit reads it
+        self.stores.append(record)
 
     def load_rows(self, starts, length, width, view=None, owners=None, pitch=None):
         """A load of ``length`` elements of ``width`` bytes, ``pitch`` bytes apart, from each start

@@ -26,6 +26,7 @@ which stops at the program and line that make it, with the stores of the program
 """
 
 import bisect
+import functools
 import gc
 import os
 import sys
@@ -172,6 +173,7 @@ def _live_storages(arguments):
     return np.array(starts, dtype=np.int64), np.array([spans[s] for s in starts], dtype=np.int64)
 
 
+@functools.lru_cache(maxsize=1024)
 def _parameters(kernel):
     import inspect
 
@@ -215,11 +217,18 @@ def _program():
     return str(tuple(int(i) for i in index)) if index is not None else "(unknown)"
 
 
-def check(addresses, size, access, mask=None):
+def check(addresses, size, access, mask=None, rising=False):
     """Raise ``OutOfBoundsError`` where an address of ``addresses`` (an array, any shape) that ``mask``
-    keeps (None: every one) holds no ``size``-byte element of memory the launch may touch."""
+    keeps (None: every one) holds no ``size``-byte element of memory the launch may touch.
+    ``rising``: the addresses (all kept) are known to rise, so their ends are the first and last."""
     allocations = launch_state.allocations
     if allocations is None:
+        return
+    if rising and mask is None:
+        lanes = np.asarray(addresses).reshape(-1)
+        if lanes.size:
+            lanes = lanes.view(np.int64) if lanes.dtype == np.uint64 else lanes.astype(np.int64, copy=False)
+            allocations.require(int(lanes[0]), int(lanes[-1]) + size, lanes, size, access)
         return
     lanes = np.asarray(addresses)
     if mask is not None:
@@ -246,15 +255,20 @@ def check_rows(starts, length, width, pitch, access):
         return
     starts = starts.view(np.int64) if starts.dtype == np.uint64 else starts.astype(np.int64, copy=False)
     span = (length - 1) * (pitch or width)
-    low, high = int(starts.min()), int(starts.max())
+    if starts.size <= 16:  # a few rows (a small launch's): Python's min and max cost less than NumPy's calls
+        listed = starts.tolist()
+        low, high = min(listed), max(listed)
+    else:
+        low, high = int(starts.min()), int(starts.max())
     if pitch is not None and pitch < 0:
         low, high = low + span, high - span
     else:
         high += span
-    if allocations._starts is not None:  # the common case at a lookup's cost
-        index = bisect.bisect_right(allocations._starts, low) - 1
-        if index >= 0 and high + width <= allocations._ends[index]:
-            return
+    if allocations._starts is None:
+        allocations._read()
+    index = bisect.bisect_right(allocations._starts, low) - 1  # the common case at a lookup's cost
+    if index >= 0 and high + width <= allocations._ends[index]:
+        return
     lanes = (starts[:, None] + np.arange(length, dtype=np.int64) * (pitch or width)).reshape(-1)
     allocations.require(low, high + width, lanes, width, access)
 

@@ -13,6 +13,7 @@ import numpy as np
 
 from .. import launch_state
 from ..arithmetic import deferred_arithmetic, dot_chains, gpu_arithmetic, lane_order
+from ..arithmetic.formats import canonical_nans
 from .refusals import _INTERPRETER, refuse_lowering as _refuse, type_name as _name
 
 __all__ = ["reduction_class"]
@@ -105,7 +106,7 @@ def reduction_class(cls):
             if total is None:  # not from the factors alone: the product's data too
                 data = arrange(input.handle.data)
                 (total,) = lane_order.reduce_in_lanes((data,), layout, lane_order.added(data.dtype), product)
-            return self.to_tensor(finish(total), input.dtype)
+            return self.to_tensor(finish(canonical_nans(total)), input.dtype)  # one NaN, whichever engine ran
 
         return added
 
@@ -145,7 +146,7 @@ def reduction_class(cls):
                 return operation(self, input)
             arrange, layout, finish, _ = lanes
             data = arrange(input.handle.data)
-            result = lane_order.scan_in_lanes(data, layout, lane_order.added(data.dtype))
+            result = canonical_nans(lane_order.scan_in_lanes(data, layout, lane_order.added(data.dtype)))
             return [self.to_tensor(finish(result, scan=True), input.dtype)]
 
         return added
