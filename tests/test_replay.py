@@ -14,6 +14,7 @@ from kwshim.interpreter import language_patch
 from kwshim.batching import replay
 from kwshim.batching.steps import Folded, slots_in
 
+from . import replay_settings
 from .kernels import needs_block_loads
 from .test_programs import _same_bits, batching
 from .test_programs_runs import early_return
@@ -595,3 +596,22 @@ def test_a_replay_sees_a_closure_cell_that_changed():
         kernel.fn.__closure__[0].cell_contents = 2.5
         kernel[(2,)](out)
     assert out.tolist() == [2.5] * 4
+
+
+@triton.jit
+def _reads_a_module_attribute(out_ptr):
+    tl.store(out_ptr + tl.arange(0, 4), tl.full((4,), replay_settings.SCALE, tl.float32))
+
+
+@needs_block_loads
+@batching
+def test_a_replay_sees_an_attribute_of_a_module_the_body_names(monkeypatch):
+    """``settings.SCALE`` where ``settings`` is a module: a change traces again, as a global's does."""
+    out, stored = torch.zeros(4), []
+    with kwshim.activate(grid="batched"):
+        for launch in range(4):
+            if launch == 2:
+                monkeypatch.setattr(replay_settings, "SCALE", 2.5)
+            _reads_a_module_attribute[(2,)](out)
+            stored.append(float(out[0]))
+    assert stored == [1.5, 1.5, 2.5, 2.5]

@@ -64,11 +64,17 @@ def _by_bits(value):
 @functools.lru_cache(maxsize=1024)
 def _reads(fn):
     """Where ``fn``'s body reads values from outside its arguments: (globals, name) for each global
-    that ``fn`` or a jitted helper it reaches names, and ``fn``'s closure cells."""
+    that ``fn`` or a jitted helper it reaches names, (a module's dict, name) for each attribute its
+    code uses of a module it names (not Triton's, NumPy's or torch's), and ``fn``'s closure cells."""
     from ..compat import reached_globals
 
-    scopes = tuple(sorted({(id(scope), name): (scope, name) for scope, name, _ in reached_globals(fn)[0]}.values(),
-                          key=lambda pair: pair[1]))
+    reached, used = reached_globals(fn)
+    found = {(id(scope), name): (scope, name) for scope, name, _ in reached}
+    for _, _, value in reached:  # ``config.SCALE``: a module the body names, and the attributes its code uses
+        if isinstance(value, types.ModuleType) and not value.__name__.startswith(("triton", "numpy", "torch")):
+            attributes = vars(value)
+            found.update(((id(attributes), name), (attributes, name)) for name in used if name in attributes)
+    scopes = tuple(sorted(found.values(), key=lambda pair: pair[1]))
     return scopes, tuple(getattr(fn, "__closure__", None) or ())
 
 
