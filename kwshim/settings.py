@@ -105,6 +105,9 @@ FIELDS = (
     Field("compile", "off", "whether interpreted kernels are also compiled for the H200 (sm_90): off, or check "
           "(refuse what its compiler and launcher refuse; warmup() returns the compiled kernel) (default: off)",
           tuple(COMPILES)),
+    Field("empty_fill", "none", "under the virtual device, what torch.empty and its kin hand out: none (the "
+          "allocator's bytes) or poison (NaN for floats, the largest value for integers, as torch's "
+          "fill_uninitialized_memory) (default: none)", ("none", "poison")),
     Field("check_bounds", True, "check every load, store and atomic of an interpreted kernel against the memory "
           "its launch may touch (OutOfBoundsError); off: out-of-bounds addresses are read and written as the "
           "interpreter reads them"),
@@ -130,6 +133,8 @@ class Settings:
         grid: ``"sequential"``, ``"batched"`` (the default) or ``"check"``.
         device: None (the default) or ``"cuda"``, the virtual CUDA device.
         compile: ``"off"`` (the default) or ``"check"`` (each specialization also compiled for the H200).
+        empty_fill: ``"none"`` (the default) or ``"poison"``: under the virtual device, ``torch.empty`` and
+            its kin filled with NaN (floats) or the largest value (integers).
         check_bounds: whether each load, store and atomic of an interpreted kernel is checked against
             the memory its launch may touch (default True: ``OutOfBoundsError``).
     """
@@ -142,11 +147,12 @@ class Settings:
     grid: str = _DEFAULTS["grid"]
     device: Optional[str] = None
     compile: str = _DEFAULTS["compile"]
+    empty_fill: str = _DEFAULTS["empty_fill"]
     check_bounds: bool = _DEFAULTS["check_bounds"]
 
     def __post_init__(self):
         for name, wanted in (("autotune", str), ("numerics", str), ("grid", str), ("device", (str, type(None))),
-                             ("equal_nan", bool), ("compile", str),
+                             ("equal_nan", bool), ("compile", str), ("empty_fill", str),
                              ("check_bounds", bool)):
             value = getattr(self, name)
             if not isinstance(value, wanted):
@@ -170,6 +176,8 @@ class Settings:
             raise ValueError(f"kwshim: unknown numerics {self.numerics!r}; choose one of {', '.join(NUMERICS)}")
         if self.grid not in GRIDS:
             raise ValueError(f"kwshim: unknown grid {self.grid!r}; choose one of {', '.join(GRIDS)}")
+        if self.empty_fill not in ("none", "poison"):
+            raise ValueError(f"kwshim: unknown empty_fill {self.empty_fill!r}; choose one of none, poison")
         if self.compile not in COMPILES:
             raise ValueError(f"kwshim: unknown compile {self.compile!r}; choose one of {', '.join(COMPILES)}")
         if self.device == "none":
@@ -186,7 +194,7 @@ class Settings:
     def __repr__(self):
         return (f"Settings({self.autotune!r}, rtol={self.rtol}, atol={self.atol}, equal_nan={self.equal_nan}, "
                 f"numerics={self.numerics!r}, grid={self.grid!r}, device={self.device!r}, compile={self.compile!r}, "
-                f"check_bounds={self.check_bounds})")
+                f"empty_fill={self.empty_fill!r}, check_bounds={self.check_bounds})")
 
 
 DEFAULT = Settings()

@@ -396,3 +396,27 @@ def test_a_function_compiled_while_the_device_is_on_runs_eagerly_and_compiles_af
                             env=environment(TRITON_INTERPRET="1"))
     assert result.returncode == 0, result.stderr[-2000:]
     assert result.stdout.split() == ["0.0", "1.0", "torch"]  # eager under the device; compiled, and torch's own, after
+
+
+@pytest.mark.parametrize("make", [
+    lambda: torch.empty(64, device="cuda"), lambda: torch.empty_like(torch.zeros(64, device="cuda")),
+    lambda: torch.empty_strided((8, 8), (8, 1), device="cuda"), lambda: torch.zeros(2, device="cuda").new_empty(64),
+    lambda: torch.zeros(2, device="cuda").new_empty_strided((64,), (1,)),
+])
+def test_empty_fill_poison_fills_what_the_device_hands_out_uninitialized(make):
+    with kwshim.activate(device="cuda", empty_fill="poison"):
+        made = make()
+        assert made.is_cuda and bool(torch.isnan(made).all())
+        written = torch.empty(64, device="cuda").fill_(1.0) + torch.zeros(64, device="cuda")
+        assert bool((written == 1).all())  # what an operation writes is its own
+
+
+def test_empty_fill_poison_is_nan_for_floats_and_the_largest_value_for_integers():
+    with kwshim.activate(device="cuda", empty_fill="poison"):
+        assert torch.isnan(torch.empty(8, dtype=torch.bfloat16, device="cuda")).all()
+        assert (torch.empty(8, dtype=torch.int32, device="cuda") == 2 ** 31 - 1).all()
+        assert (torch.empty(8, dtype=torch.int64, device="cuda") == 2 ** 63 - 1).all()
+        assert torch.empty(8, dtype=torch.bool, device="cuda").all()
+        assert torch.isnan(torch.empty(8, dtype=torch.complex64, device="cuda")).all()
+        cpu = torch.zeros(8)
+        assert not torch.isnan(torch.empty_like(cpu).zero_()).any()  # the CPU's own tensors are left as they are

@@ -28,7 +28,7 @@ PLUGIN_TEST = textwrap.dedent("""
 
 
 DEFAULT_TOLERANCES = (f"rtol=None, atol=None, equal_nan=True, numerics='gpu', grid={resolve({}).grid!r}, "
-                      f"device=None, compile='off', check_bounds=True)")
+                      f"device=None, compile='off', empty_fill='none', check_bounds=True)")
 
 
 @pytest.mark.parametrize("args, ini, expect, policy, tolerances", [
@@ -39,11 +39,11 @@ DEFAULT_TOLERANCES = (f"rtol=None, atol=None, equal_nan=True, numerics='gpu', gr
     (["--kwshim", "--kwshim-autotune", "verify", "--kwshim-rtol", "0.5", "--kwshim-atol", "0.25",
       "--kwshim-no-equal-nan", "--kwshim-numerics", "ieee", "--kwshim-grid", "batched"], "", "on", "verify",
      "rtol=0.5, atol=0.25, equal_nan=False, numerics='ieee', grid='batched', device=None, compile='off', "
-     "check_bounds=True)"),
+     "empty_fill='none', check_bounds=True)"),
     ([], "[pytest]\nkwshim = true\nkwshim_autotune = verify\nkwshim_rtol = 0.125\nkwshim_atol = 2\n"
          "kwshim_equal_nan = false\nkwshim_numerics = ieee\nkwshim_grid = check\n", "on", "verify",
      "rtol=0.125, atol=2.0, equal_nan=False, numerics='ieee', grid='check', device=None, compile='off', "
-     "check_bounds=True)"),
+     "empty_fill='none', check_bounds=True)"),
 ])
 def test_pytest_plugin_is_inert_unless_asked(tmp_path, args, ini, expect, policy, tolerances):
     (tmp_path / "test_state.py").write_text(PLUGIN_TEST)
@@ -139,7 +139,8 @@ def test_a_bad_kwshim_variable_fails_the_switch_in_one_line_and_nothing_else(tmp
 def test_the_header_names_every_setting_in_force(tmp_path):
     done = run_pytest(tmp_path, "--kwshim", "--kwshim-grid", "sequential", KWSHIM_AUTOTUNE="first")
     assert ("kwshim: on, autotune=first, rtol=per-dtype, atol=per-dtype, equal_nan=True, numerics=gpu, "
-            "grid=sequential, device=none, compile=off, check_bounds=True\n") in done.stdout, done.stdout[-2000:]
+            "grid=sequential, device=none, compile=off, empty_fill=none, check_bounds=True\n") in done.stdout, \
+        done.stdout[-2000:]
 
 
 def test_the_plugin_names_a_missing_triton_as_a_usage_error(tmp_path):

@@ -63,10 +63,10 @@ def test_kwshim_run_passes_verify_tolerances_to_the_switch(tmp_path):
                   "--numerics", "ieee", "--grid", "check", "show.py", cwd=tmp_path)
     assert done.returncode == 0, done.stderr[-2000:]
     assert ("Settings('verify', rtol=0.5, atol=0.25, equal_nan=False, numerics='ieee', grid='check', "
-            "device=None, compile='off', check_bounds=True)") in done.stdout
+            "device=None, compile='off', empty_fill='none', check_bounds=True)") in done.stdout
     done = kwshim("run", "show.py", cwd=tmp_path)
     assert (f"Settings('all', rtol=None, atol=None, equal_nan=True, numerics='gpu', grid={resolve({}).grid!r}, "
-            f"device=None, compile='off', check_bounds=True)") in done.stdout
+            f"device=None, compile='off', empty_fill='none', check_bounds=True)") in done.stdout
     done = kwshim("run", "--numerics", "exact", "show.py", cwd=tmp_path)
     assert done.returncode == 2 and "invalid choice: 'exact' (choose from 'gpu', 'ieee')" in done.stderr
 

@@ -14,10 +14,10 @@ def test_defaults_and_repr():
     grid = "batched"  # KWSHIM_GRID is read when the switch starts, never into the defaults
     assert Settings() == Settings("all", None, None, True, "gpu", grid)
     assert repr(Settings()) == (f"Settings('all', rtol=None, atol=None, equal_nan=True, numerics='gpu', "
-                                f"grid={grid!r}, device=None, compile='off', check_bounds=True)")
+                                f"grid={grid!r}, device=None, compile='off', empty_fill='none', check_bounds=True)")
     assert Settings(device="none").device is None and Settings(device="cuda").device == "cuda"
     assert [field.name for field in FIELDS] == ["autotune", "rtol", "atol", "equal_nan", "numerics", "grid", "device",
-                                                "compile", "check_bounds"]
+                                                "compile", "empty_fill", "check_bounds"]
     assert tuple(NUMERICS) == ("gpu", "ieee")
     assert tuple(GRIDS) == ("sequential", "batched", "check")
     assert tuple(POLICIES) == ("first", "all", "verify")

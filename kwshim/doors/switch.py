@@ -86,7 +86,7 @@ UNSET: Any = _Unset()
 
 def activate(autotune: str = UNSET, *, rtol: float = UNSET, atol: float = UNSET, equal_nan: bool = UNSET,
              numerics: str = UNSET, grid: str = UNSET, device: Optional[str] = UNSET,
-             compile: str = UNSET, check_bounds: bool = UNSET) -> Handle:
+             compile: str = UNSET, empty_fill: str = UNSET, check_bounds: bool = UNSET) -> Handle:
     """Switch kwshim on for the whole process and return its handle (also a context manager).
 
     A setting not given is the enclosing activation's, else its ``KWSHIM_NAME`` environment
@@ -128,9 +128,14 @@ def activate(autotune: str = UNSET, *, rtol: float = UNSET, atol: float = UNSET,
     ``OutOfBoundsError`` naming the kernel, line, program, argument and offset, where the interpreter
     would read or write the process's memory there (and could end the process). ``False`` leaves
     the interpreter's silence.
+
+    ``empty_fill="poison"`` fills what ``torch.empty`` and its kin make on the virtual device with NaN
+    (floats) or the largest value (integers), as torch's ``fill_uninitialized_memory`` does, so a
+    kernel that reads memory nobody wrote fails visibly; ``"none"`` (the default) leaves the bytes.
     """
     given = dict(autotune=autotune, rtol=rtol, atol=atol, equal_nan=equal_nan, numerics=numerics, grid=grid,
-                 device=device, compile=compile, check_bounds=check_bounds)
+                 device=device, compile=compile, empty_fill=empty_fill,
+                 check_bounds=check_bounds)
     return activate_with({name: value for name, value in given.items() if value is not UNSET})
 
 

@@ -33,7 +33,7 @@ import weakref
 import torch
 from torch.utils._pytree import tree_map
 
-from . import cuda_kernels
+from . import cuda_kernels, poison
 
 __all__ = ["DeviceTensor", "CUDA0", "adopt", "release", "to_device", "to_host", "host_view", "is_host_copy", "install"]
 
@@ -194,6 +194,8 @@ class DeviceTensor(torch.Tensor):
                 out = _FP32_SUMS[func](*args, **kwargs)
             else:
                 out = func(*args, **kwargs)
+            if func in poison.EMPTY_OPERATIONS and poison.wanted():  # empty_fill="poison"
+                poison.poisoned(out)
         if type(out) is _PLAIN:
             return _make(DeviceTensor, out)
         if type(out) in (tuple, list):

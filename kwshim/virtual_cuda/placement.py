@@ -19,7 +19,7 @@ loudly ("Torch not compiled with CUDA enabled"), never silently.
 
 import weakref
 
-from . import torch_cuda
+from . import poison, torch_cuda
 from .device_tensor import DeviceTensor, adopt, is_host_copy, release, to_device, to_host
 from .model import device_index
 
@@ -74,6 +74,8 @@ def _placing(function):
     """``function`` making a ``"cuda"`` ``device=`` tensor on the CPU and handing it back as a device
     tensor; a ``"cpu"`` one a CPU tensor (``zeros_like(x, device="cpu")`` of a device tensor);
     ``pin_memory`` remembered."""
+    empty = function.__name__ in poison.EMPTY_FACTORIES
+
     def placed(*args, **kwargs):
         if not kwargs:
             return function(*args)
@@ -85,7 +87,7 @@ def _placing(function):
             kwargs["pin_memory"] = False
         made = function(*args, **kwargs)
         if target == "cuda" and not isinstance(made, DeviceTensor):
-            return adopt(made)
+            return adopt(poison.poisoned(made) if empty and poison.wanted() else made)
         if target == "cpu" and isinstance(made, DeviceTensor):
             return release(made)
         if pinned:
