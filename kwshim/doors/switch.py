@@ -24,6 +24,7 @@ from typing import Any, List, Mapping, Optional, Union
 
 from .. import batching, compat, compiler, interpreter
 from ..autotune import AutotunerPatch
+from ..launch import jit_answers
 from ..launch.kernel import RunSlot, launcher_via_paths, warmup_via_paths
 from ..patching import Patch
 from ..settings import ACTIVATIONS, Settings, in_force, resolve
@@ -205,6 +206,7 @@ def _install(settings: Settings):
             autotuner = AutotunerPatch(settings)
             autotuner.install(patch, run=interpreting or settings.autotune == "verify")
         if interpreting:  # compiled kernels keep the backend's own libdevice
+            jit_answers.install(patch)  # interpreted kernels answer as JITFunctions (FlagGems' libentry)
             compiler.remember_language()  # before a launch: compile="check" compiles with it
             interpreter.install(patch, settings.numerics)
             batching.install(patch)  # the grid seam: a launch's programs run as the grid setting says

@@ -25,6 +25,7 @@ from ..patching import Patch
 from ..settings import ACTIVATIONS
 from . import options, scalars
 from .binding import BindingPlan, check_signature
+from .jit_answers import InterpretedKernel
 
 __all__ = ["KwsafeKernel", "LaunchPaths", "paths_of", "launcher_via_paths", "warmup_via_paths", "RunSlot",
            "fix_in_place", "is_fixed_in_place"]
@@ -171,8 +172,12 @@ class LaunchPaths:
             if warmup:
                 return launch(grid, args, kwargs, warmup=True)
             if not kwargs and len(args) == arity and not (has_hooks and this().pre_run_hooks) and not _compiling():
-                return raw(grid, args if convert is None else convert(args), empty)
-            return launch(grid, args, kwargs)
+                result = raw(grid, args if convert is None else convert(args), empty)
+            else:
+                result = launch(grid, args, kwargs)
+            if result is None and ACTIVATIONS:  # as compiled run returns its kernel (``jit_answers``)
+                return InterpretedKernel(this(), args, kwargs)
+            return result
 
         self.launcher_for = launcher_for
         self.run = run

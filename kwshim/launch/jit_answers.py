@@ -1,0 +1,150 @@
+"""Interpreted kernels answering as compiled Triton's ``JITFunction`` while the switch is on.
+
+Code written for compiled Triton walks a kernel stack's ``.fn`` until
+``isinstance(fn, triton.runtime.JITFunction)``, reads ``params``, ``signature``, ``arg_names``,
+``cache_key``, ``src`` and ``__globals__``, calls ``run(*args, grid=..., warmup=False)`` and launches
+the kernel it returns again later (``kernel[grid](*args)``): FlagGems' ``@libentry()`` does all of it
+around nearly every kernel. Under
+``TRITON_INTERPRET=1`` a kernel is an ``InterpretedFunction``, which is none of these: FlagGems'
+import failed ("'function' object has no attribute 'fn'").
+
+While the switch is on:
+
+- ``triton.JITFunction`` and ``triton.runtime.JITFunction`` are a subclass of the class whose
+  ``isinstance`` also accepts an interpreted kernel (``JITClass``). ``triton.runtime.jit``'s own name
+  is left: the class's methods read it (``super(JITFunction, self)``), and a subclass there breaks
+  every ``JITFunction`` made before; so torch's ``wrap_triton``, which imports it from there, still
+  refuses an interpreted kernel;
+- an interpreted kernel's missing ``JITFunction`` attributes (``ANSWERED``) are those of a
+  ``JITFunction`` made over the same Python function with the same ``@triton.jit`` keywords, made
+  at the first such read (an interpreter that drops the keywords, up to 3.3, gives the defaults:
+  ``do_not_specialize`` is not known there);
+- ``run(...)`` returns an ``InterpretedKernel``: launched (``[grid](*args)``) with every argument,
+  or with the arguments that are not constexprs (what a compiled kernel takes), whose constexprs and
+  launch options are those of the launch that made it.
+"""
+
+import inspect
+import weakref
+
+from .. import compat
+
+__all__ = ["install", "InterpretedKernel", "ANSWERED", "JITClass"]
+
+#: The ``JITFunction`` attributes an interpreted kernel answers from its ``JITFunction`` twin.
+ANSWERED = frozenset({"params", "signature", "cache_key", "src", "__globals__", "constexprs", "do_not_specialize",
+                      "do_not_specialize_on_alignment", "starting_line_number", "raw_src", "module", "repr",
+                      "launch_metadata", "debug", "noinline", "hash"})
+
+_TWINS: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()  # Python function -> its JITFunction
+
+
+def _twin(kernel):
+    """The ``JITFunction`` of ``kernel.fn``, with the ``@triton.jit`` keywords the interpreter kept."""
+    fn = kernel.fn
+    found = _TWINS.get(fn)
+    if found is None:
+        jit = compat.kernel_classes().jit
+        accepted = inspect.signature(jit.__init__).parameters
+        given = {name: value for name, value in (getattr(kernel, "kwargs", None) or {}).items() if name in accepted}
+        try:
+            found = _TWINS[fn] = jit(fn, **given)
+        except (OSError, TypeError, ValueError) as error:  # "@jit functions should be defined in a Python file"
+            raise AttributeError(f"kwshim: {getattr(fn, '__qualname__', fn)} has no JITFunction attributes: its "
+                                 f"source is in no file (made by exec?), and compiled Triton reads it from one "
+                                 f"({error})") from error
+    return found
+
+
+def _answering(kernel, name):
+    """``InterpretedFunction.__getattr__``: a missing ``JITFunction`` attribute, from the twin."""
+    if name not in ANSWERED:
+        raise AttributeError(f"{type(kernel).__name__!r} object has no attribute {name!r}")
+    return getattr(_twin(kernel), name)
+
+
+class JITClass(type):
+    """The metaclass of the ``JITFunction`` the switch shows: an interpreted kernel is an instance."""
+
+    def __instancecheck__(cls, instance):
+        return isinstance(instance, cls.kwshim_accepts)
+
+    def __subclasscheck__(cls, subclass):
+        return issubclass(subclass, cls.kwshim_accepts)
+
+
+def _shown_class(jit, interpreted):
+    class JITFunction(jit, metaclass=JITClass):
+        __doc__ = jit.__doc__
+        kwshim_accepts = (jit, interpreted)  #: what ``isinstance`` accepts: the two kernel classes
+
+    JITFunction.__module__, JITFunction.__qualname__ = jit.__module__, jit.__qualname__
+    return JITFunction
+
+
+class InterpretedKernel:
+    """What ``run`` returns for an interpreted kernel, as compiled Triton returns its
+    ``CompiledKernel``: ``[grid](*args)`` launches the kernel again, with every argument or with
+    those that are not constexprs, the constexprs and launch options of the launch that made it."""
+
+    def __init__(self, kernel, args, kwargs):
+        self.kernel, self._given = kernel, (args, kwargs)
+        self.name = getattr(kernel.fn, "__name__", "?")
+
+    def _fixed(self):
+        """(constexpr values by name, launch options) of the launch that made this kernel."""
+        args, kwargs = self._given
+        parameters = inspect.signature(self.kernel.fn).parameters
+        named = {name: value for name, value in kwargs.items() if name in parameters}
+        bound = inspect.signature(self.kernel.fn).bind_partial(*args, **named)
+        bound.apply_defaults()
+        constexprs = {name: bound.arguments[name] for name, parameter in parameters.items()
+                      if name in bound.arguments and _is_constexpr(parameter)}
+        options = {name: value for name, value in kwargs.items() if name not in parameters}
+        return constexprs, options
+
+    def __getitem__(self, grid):
+        def launch(*args, **kwargs):
+            parameters = list(inspect.signature(self.kernel.fn).parameters.values())
+            constexprs, options = self._fixed()
+            if len(args) + len(kwargs) < len(parameters):  # a compiled kernel's arguments: no constexprs
+                taken = iter(args)
+                values = {}
+                for parameter in parameters:
+                    if parameter.name in kwargs:
+                        values[parameter.name] = kwargs[parameter.name]
+                    elif parameter.name in constexprs:
+                        values[parameter.name] = constexprs[parameter.name]
+                    else:
+                        values[parameter.name] = next(taken)
+                return self.kernel[grid](**values, **options)
+            return self.kernel[grid](*args, **kwargs, **options)
+
+        return launch
+
+    def __repr__(self):
+        return f"<kwshim InterpretedKernel {self.name}>"
+
+
+def _is_constexpr(parameter):
+    annotation = parameter.annotation
+    if annotation is inspect.Parameter.empty:
+        return False
+    text = annotation if isinstance(annotation, str) else getattr(annotation, "__name__", repr(annotation))
+    return "constexpr" in str(text)
+
+
+def install(patch) -> None:
+    """The ``JITFunction`` class names and the interpreted kernel's answers, through ``patch``."""
+    import sys
+
+    classes = compat.kernel_classes()
+    if classes.interpreted is None:
+        return
+    shown = _shown_class(classes.jit, classes.interpreted)
+    for module_name in ("triton", "triton.runtime"):  # not ``triton.runtime.jit``'s own: its methods name it
+        module = sys.modules.get(module_name)
+        if module is not None and getattr(module, "JITFunction", None) is classes.jit:
+            patch.setattr(module, "JITFunction", shown)
+    if "__getattr__" not in vars(classes.interpreted):
+        patch.setattr(classes.interpreted, "__getattr__", _answering)
