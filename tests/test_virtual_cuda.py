@@ -43,9 +43,10 @@ def test_tensors_asked_for_on_cuda_are_device_tensors_and_kernels_run():
         assert torch.equal(out, x + 1)
         generator = torch.Generator(device="cuda").manual_seed(83)  # Liger's selective_log_softmax tests
         drawn = torch.randn(4, generator=generator, device="cuda")
-        assert generator.device.type == "cpu" and isinstance(generator, torch.Generator)
+        assert generator.device.type == "cuda" and isinstance(generator, torch.Generator)  # CUDA's (random_state)
         assert isinstance(torch.default_generator, torch.Generator)
-        assert torch.equal(drawn.cpu(), torch.randn(4, generator=torch.Generator().manual_seed(83)))
+        again = torch.randn(4, generator=torch.Generator(device="cuda").manual_seed(83), device="cuda")
+        assert torch.equal(drawn, again) and drawn.is_cuda
     assert torch.Generator is torch._C.Generator
 
 

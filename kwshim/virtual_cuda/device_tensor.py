@@ -33,7 +33,7 @@ import weakref
 import torch
 from torch.utils._pytree import tree_map
 
-from . import cuda_kernels, poison
+from . import cuda_kernels, poison, random_state
 
 __all__ = ["DeviceTensor", "CUDA0", "adopt", "release", "to_device", "to_host", "host_view", "is_host_copy", "install"]
 
@@ -192,6 +192,10 @@ class DeviceTensor(torch.Tensor):
                 out = _HALF_IN_FP32[func](*args, **kwargs)
             elif func in _FP32_SUMS and args[0].dtype == torch.float32 and args[3] == torch.float32:
                 out = _FP32_SUMS[func](*args, **kwargs)
+            elif random_state.is_random(func):  # CUDA's seed and offset, advanced as CUDA's
+                with random_state.drawing(kwargs.get("generator")) as draw:
+                    out = func(*args, **kwargs)
+                    draw.numel = random_state.drawn_elements(out)
             else:
                 out = func(*args, **kwargs)
             if func in poison.EMPTY_OPERATIONS and poison.wanted():  # empty_fill="poison"

@@ -4,7 +4,7 @@
 their tensor on the CPU and hand it back as a device tensor, for a ``"cuda"``/``"cuda:0"``/``0``/
 ``torch.device("cuda")`` device; ``Tensor.to`` and ``Tensor.cuda()`` copy a CPU tensor onto the
 device, and ``.cpu()`` / ``.to("cpu")`` copy a device tensor back, as across the bus. Modules'
-``.cuda()`` and ``.to("cuda")`` go through them. ``torch.Generator("cuda")`` is a CPU generator.
+``.cuda()`` and ``.to("cuda")`` go through them. ``torch.Generator("cuda")`` is CUDA's (``random_state``).
 
 Pinned memory is remembered, not made (a CPU-only build cannot pin): ``pin_memory=True`` and
 ``Tensor.pin_memory()`` give a tensor ``is_pinned()`` answers True for, which a kernel may take as
@@ -19,7 +19,7 @@ loudly ("Torch not compiled with CUDA enabled"), never silently.
 
 import weakref
 
-from . import poison, torch_cuda
+from . import poison, random_state, torch_cuda
 from .device_tensor import DeviceTensor, adopt, is_host_copy, release, to_device, to_host
 from .model import device_index
 
@@ -75,6 +75,7 @@ def _placing(function):
     tensor; a ``"cpu"`` one a CPU tensor (``zeros_like(x, device="cpu")`` of a device tensor);
     ``pin_memory`` remembered."""
     empty = function.__name__ in poison.EMPTY_FACTORIES
+    random = function.__name__ in random_state.RANDOM_FACTORIES
 
     def placed(*args, **kwargs):
         if not kwargs:
@@ -85,7 +86,12 @@ def _placing(function):
         pinned = kwargs.get("pin_memory")
         if pinned:
             kwargs["pin_memory"] = False
-        made = function(*args, **kwargs)
+        if random and target == "cuda":  # CUDA's seed and offset, advanced as CUDA's
+            with random_state.drawing(kwargs.get("generator")) as draw:
+                made = function(*args, **kwargs)
+                draw.numel = random_state.drawn_elements(made)
+        else:
+            made = function(*args, **kwargs)
         if target == "cuda" and not isinstance(made, DeviceTensor):
             return adopt(poison.poisoned(made) if empty and poison.wanted() else made)
         if target == "cpu" and isinstance(made, DeviceTensor):
@@ -127,7 +133,7 @@ def _generator_class(generator):
         __doc__ = generator.__doc__
 
         def __new__(cls, device="cpu"):
-            return generator("cpu" if _target(device) == "cuda" else device)
+            return random_state.CudaGenerator() if _target(device) == "cuda" else generator(device)
 
     return Generator
 

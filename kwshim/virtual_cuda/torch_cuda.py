@@ -6,8 +6,9 @@ What is emulated, and how:
   ``device_count`` (1), ``current_device`` (0), ``set_device`` and ``device(...)`` (0 alone: another
   index raises), ``get_device_name``, ``get_device_capability``, ``get_device_properties``,
   ``is_bf16_supported``, ``get_arch_list``;
-- ``synchronize`` (the CPU's work is done when a call returns), ``manual_seed``/``manual_seed_all``
-  and ``seed`` (the CPU generator: "cuda" tensors are made by it), ``get_rng_state``/``set_rng_state``;
+- ``synchronize`` (the CPU's work is done when a call returns);
+- CUDA's random state (``random_state``): ``default_generators``, ``manual_seed``/``manual_seed_all``,
+  ``seed``, ``initial_seed``, ``get_rng_state``/``set_rng_state`` hold a seed and an offset, 16 bytes;
 - streams and events: ``Stream``, ``current_stream``, ``default_stream``, ``stream(...)``, ``Event``
   (``elapsed_time`` in milliseconds of the CPU's clock between two ``record`` calls);
 - ``mem_get_info``: (free, total), total the stated GPU's and free what this machine's memory has
@@ -26,7 +27,7 @@ import itertools
 import sys
 import time
 
-from . import allocations
+from . import allocations, random_state
 from .model import CUDA_VERSION, device_index as _device_index
 
 __all__ = ["install", "Stream"]
@@ -164,7 +165,7 @@ def install(patch, gpu) -> None:
     """``torch.cuda``'s functions answering as ``gpu``, through ``patch``."""
     import torch
 
-    cuda, cpu = torch.cuda, torch.default_generator
+    cuda = torch.cuda
     properties = _Properties(gpu)
     default_stream = Stream(stream_id=0)
     answers = {
@@ -182,13 +183,6 @@ def install(patch, gpu) -> None:
         "is_bf16_supported": lambda *args, **kwargs: True,
         "get_arch_list": lambda: [f"sm_{gpu.major}{gpu.minor}"],
         "synchronize": lambda device=None: (_device_index(device), None)[1],
-        "manual_seed": lambda seed: cpu.manual_seed(seed),  # torch.manual_seed calls these: not it
-        "manual_seed_all": lambda seed: cpu.manual_seed(seed),
-        "seed": lambda: cpu.seed(),
-        "seed_all": lambda: cpu.seed(),
-        "initial_seed": lambda: cpu.initial_seed(),
-        "get_rng_state": lambda device="cuda": torch.get_rng_state(),
-        "set_rng_state": lambda state, device="cuda": torch.set_rng_state(state),
         "Stream": Stream,
         "Event": _Event,
         "current_stream": lambda device=None: default_stream,
@@ -198,6 +192,7 @@ def install(patch, gpu) -> None:
         "mem_get_info": lambda device=None: (_device_index(device), (min(_available(), gpu.total_memory),
                                                                      gpu.total_memory))[1],
     }
+    generator = random_state.install(patch, answers)  # CUDA's seed and offset: the state functions
     answers["make_graphed_callables"] = _refusing("make_graphed_callables")
     for name in ("CUDAGraph", "graph"):
         answers[name] = _refusing_class(name)
@@ -206,7 +201,7 @@ def install(patch, gpu) -> None:
             patch.setattr(cuda, name, value)
     _install_dynamo_interface(patch, answers)
     patch.setattr(cuda.memory, "mem_get_info", answers["mem_get_info"])
-    patch.setattr(cuda, "default_generators", (cpu,))  # "cuda" tensors are made by the CPU's generator
+    patch.setattr(cuda, "default_generators", (generator,))  # CUDA's state, a CPU generator underneath
     patch.setattr(torch.version, "cuda", CUDA_VERSION)
     import torch.cuda.nvtx
 
