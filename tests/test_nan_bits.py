@@ -79,3 +79,30 @@ def test_canonical_nans_keeps_numbers_and_writes_only_nans():
     overflowing = np.array([3e38, 3e38], np.float32)  # a sum of inf: looked at again, left as it is
     assert canonical_nans(overflowing).tolist() == overflowing.tolist()
     assert np.array(canonical_nans(np.float32(np.nan))).view(np.uint32) == 0x7FFFFFFF
+
+
+def test_a_nan_converted_to_fp8e5_is_the_h200_s_byte_in_both_roundings():
+    """``parity/numerics_h200.json``: every float NaN converted to fp8e5 is 0x7f on the H200, rtne and
+    rtz alike (ml_dtypes' rounding gave 0x7e); compared here byte for byte, NaNs included."""
+    import json
+    import os
+
+    from parity import numerics
+
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    with open(os.path.join(root, "parity", "numerics_h200.json")) as handle:
+        recorded = json.load(handle)["results"]
+    names = [name for name in recorded if name.startswith("cast ") and "->fp8e5" in name
+             and not name.startswith("cast fp8") and "out" in recorded[name]]  # fp64 -> fp8e5 is refused
+    assert len(names) == 4  # bf16, fp16, fp32, and fp32 rounding toward zero
+    cases = {case[0]: case for case in numerics.cases()}
+    nans = 0
+    for name in names:
+        with kwshim.activate():
+            got = numerics.run_case(cases[name], recorded[name]["in"], "cpu", numerics.KERNELS)
+        want = recorded[name]["out"]
+        for a, b in zip(want, got):
+            if (a & 0x7F) > 0x7C:  # an fp8e5 NaN on the H200
+                nans += 1
+                assert b == a, (name, hex(a), hex(b))
+    assert nans >= len(names)

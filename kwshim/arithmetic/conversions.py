@@ -8,7 +8,8 @@ NumPy's ``astype`` wraps an out-of-range float and turns NaN into INT_MIN; the G
   A negative value to an unsigned target is undefined (LLVM poison): the GPU's byte depends on the
   element's place; kwshim clamps it (0).
 - float -> fp8 (``satfinite``): out-of-range values and infinities become the largest finite value,
-  NaN stays NaN. ``fp_downcast_rounding="rtz"`` rounds toward zero (an infinity stays infinite).
+  NaN stays NaN (to fp8e5: 0x7f, the H200's, whatever the NaN and the rounding).
+  ``fp_downcast_rounding="rtz"`` rounds toward zero (an infinity stays infinite).
 - fp8e5 -> bf16 rebiases the exponent: an fp8e5 infinity or NaN becomes +-2**16 * (1 + m/4).
 - int -> float and float -> float otherwise: round to nearest even, once.
 """
@@ -115,6 +116,11 @@ def float_to_float(data, target, toward_zero=False, rebias_fp8e5=False):
         rounded = wide.astype(np.float32).astype(target)
     if toward_zero:
         rounded = _toward_zero(wide, rounded, target)
+    if target_name == "float8_e5m2":  # the H200's one fp8e5 NaN, whichever NaN it came from and rounding
+        nan = np.isnan(wide)
+        if nan.any():
+            rounded = np.array(rounded, copy=True)
+            rounded.view(np.uint8)[nan] = 0x7F
     return rounded
 
 
