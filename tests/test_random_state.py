@@ -101,10 +101,28 @@ def test_the_cpu_stream_is_left_as_it_was():
         assert torch.equal(torch.randn(5), plain)
 
 
-@pytest.mark.parametrize("numel, increment", [(1, 4), (4, 4), (1000, 4), (4096, 4), (256 * 1056 * 4, 4),
-                                              (256 * 1056 * 4 + 1, 8), (0, 0)])
-def test_the_offset_advances_as_torch_s_execution_policy_on_132_sms(numel, increment):
-    assert offset_increment(numel) == increment
+def test_the_offset_advances_as_measured_on_132_sms_for_every_size_and_dtype():
+    """``parity/random_offsets_h100.json``: one operation of n elements, from a fresh seed, on an H100
+    (132 SMs, as the H200); on the device, the same operations give the same offsets."""
+    with open(os.path.join(ROOT, "parity", "random_offsets_h100.json")) as recorded:
+        measured = json.load(recorded)["offset after one operation of n elements"]
+    for name, offsets in measured.items():
+        for size, offset in offsets.items():
+            assert offset_increment(int(size), wide=name.endswith("fp64")) == offset, (name, size)
+    dtypes = {"fp32": torch.float32, "fp64": torch.float64, "fp16": torch.float16, "bf16": torch.bfloat16}
+    with kwshim.activate(device="cuda"):
+        for name, offsets in measured.items():
+            operation, dtype = name.split()
+            for size in ("1081344", "1081345", "4000000"):
+                torch.cuda.manual_seed(0)
+                n = int(size)
+                if operation == "dropout":
+                    torch.nn.functional.dropout(torch.ones(n, device="cuda", dtype=dtypes[dtype]), 0.5)
+                elif operation == "normal_":
+                    torch.empty(n, device="cuda", dtype=dtypes[dtype]).normal_()
+                else:
+                    getattr(torch, operation)(n, device="cuda", dtype=dtypes[dtype])
+                assert torch.cuda.get_rng_state().view(torch.int64).tolist()[1] == offsets[size], (name, size)
 
 
 def test_the_generators_are_as_they_were_after_the_switch():

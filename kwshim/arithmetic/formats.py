@@ -122,16 +122,18 @@ def finite_max(numpy_type) -> float:
         return float(np.finfo(numpy_type).max)
 
 
-#: The NaN the H200's fp32 and fp64 arithmetic makes of any NaN, whatever the sign and payload it came
-#: from (fp32: measured, ``parity/nan_payloads_h100.json``; fp64: PTX's canonical NaN).
-CANONICAL_NAN_BITS = {np.dtype(np.float32): 0x7FFFFFFF, np.dtype(np.float64): 0x7FFFFFFFFFFFFFFF}
+#: The NaN the H200's fp32 arithmetic makes of any NaN, whatever the sign and payload it came from
+#: (``parity/nan_payloads_h100.json``). fp64 has none: its NaN keeps its input's sign and payload, and
+#: an invalid operation makes 0xfff8000000000000, as x86 (``parity/fp64_nans_h100.json``).
+CANONICAL_NAN_BITS = {np.dtype(np.float32): 0x7FFFFFFF}
 
 
 def canonical_nans(values):
-    """``values`` (an fp32 or fp64 array) with every NaN the H200's canonical one, in place where it
-    can be written: the operations whose engine depends on a block's size (fused multiply-adds, lane
-    sums and scans: NumPy's code or numba's loops) leave NaN payloads as each engine propagates them,
-    and the H200 leaves one NaN. Costs one sum of the values where there is none."""
+    """``values`` (an fp32 array; any other is returned as it is) with every NaN the H200's canonical
+    one, in place where it can be written: the operations whose engine depends on a block's size
+    (fused multiply-adds, lane sums and scans: NumPy's code or numba's loops) leave NaN payloads as
+    each engine propagates them, and the H200 leaves one NaN. Costs one sum of the values where
+    there is none."""
     canonical = CANONICAL_NAN_BITS.get(getattr(values, "dtype", None))
     if canonical is None or not values.size:
         return values

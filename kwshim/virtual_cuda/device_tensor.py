@@ -195,7 +195,7 @@ class DeviceTensor(torch.Tensor):
             elif random_state.is_random(func):  # CUDA's seed and offset, advanced as CUDA's
                 with random_state.drawing(kwargs.get("generator")) as draw:
                     out = func(*args, **kwargs)
-                    draw.numel = random_state.drawn_elements(out)
+                    random_state.drawn(draw, out)
             else:
                 out = func(*args, **kwargs)
             if func in poison.EMPTY_OPERATIONS and poison.wanted():  # empty_fill="poison"

@@ -89,7 +89,7 @@ def _placing(function):
         if random and target == "cuda":  # CUDA's seed and offset, advanced as CUDA's
             with random_state.drawing(kwargs.get("generator")) as draw:
                 made = function(*args, **kwargs)
-                draw.numel = random_state.drawn_elements(made)
+                random_state.drawn(draw, made)
         else:
             made = function(*args, **kwargs)
         if target == "cuda" and not isinstance(made, DeviceTensor):

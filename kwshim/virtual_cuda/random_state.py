@@ -23,7 +23,7 @@ import weakref
 
 import torch
 
-__all__ = ["CudaGenerator", "install", "drawing", "drawn_elements", "is_random", "RANDOM_FACTORIES",
+__all__ = ["CudaGenerator", "install", "drawing", "drawn", "is_random", "RANDOM_FACTORIES",
            "offset_increment"]
 
 #: torch's seed for a CUDA generator nobody seeded (``default_rng_seed_val``)
@@ -36,14 +36,16 @@ _DRAWING = frozenset({"rand_like", "randn_like", "randint_like", "native_dropout
 _MASK = (1 << 64) - 1
 
 
-def offset_increment(numel, sms=132, threads_per_sm=2048):
+def offset_increment(numel, wide=False, sms=132, threads_per_sm=2048):
     """How far a CUDA random operation of ``numel`` elements advances the offset (torch's
-    ``calc_execution_policy`` for fp32, 256 threads a block, 4 values per ``curand4`` call)."""
+    ``calc_execution_policy``: 256 threads a block, at most 1,056 blocks on 132 SMs, 4 values per
+    ``curand4`` call, 2 for fp64, ``wide``), as measured on an H100 (``parity/random_offsets_h100.json``:
+    4 up to 1,081,344 fp32 elements, 8 from one more, 60 at 16M; fp64 120 at 16M)."""
     if numel <= 0:
         return 0
     block = 256
     grid = min(-(-numel // block), sms * threads_per_sm // block)
-    return ((numel - 1) // (block * grid * 4) + 1) * 4
+    return ((numel - 1) // (block * grid * (2 if wide else 4)) + 1) * 4
 
 
 def _mixed(seed, offset):
@@ -152,10 +154,10 @@ DEFAULT = None
 
 
 class _Draw:
-    __slots__ = ("numel",)
+    __slots__ = ("numel", "wide")
 
     def __init__(self):
-        self.numel = 0
+        self.numel, self.wide = 0, False
 
 
 @contextlib.contextmanager
@@ -179,14 +181,16 @@ def drawing(generator):
             torch.Generator.set_state(underneath, saved)
         else:  # the mark back, for the next operation handed this generator
             torch.Generator.manual_seed(underneath, cuda.kwshim_mark)
-        cuda.kwshim_offset += offset_increment(draw.numel)
+        cuda.kwshim_offset += offset_increment(draw.numel, draw.wide)
 
 
-def drawn_elements(out):
-    """The elements a random operation made: its (first) result's."""
+def drawn(draw, out):
+    """Set on ``draw`` the elements a random operation made (its first result's) and whether they are
+    fp64 (two values a ``curand`` call)."""
     if isinstance(out, (tuple, list)):
         out = out[0] if out else None
-    return out.numel() if isinstance(out, torch.Tensor) else 0
+    if isinstance(out, torch.Tensor):
+        draw.numel, draw.wide = out.numel(), out.dtype == torch.float64
 
 
 _RANDOM: dict = {}
