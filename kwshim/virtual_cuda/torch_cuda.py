@@ -19,15 +19,16 @@ What is emulated, and how:
   caching allocator's reservations (``memory_reserved``, ``memory_summary``, ...) raise, naming kwshim;
 - CUDA graphs (``CUDAGraph``, ``graph``) raise, naming kwshim: nothing can capture them here;
 - ``torch.autocast("cuda", ...)`` (and ``torch.cuda.amp.autocast``) is the CPU's autocast with the
-  same dtype: torch's CPU autocast lists of what runs in low precision are not CUDA's (a CPU
-  matmul autocasts as CUDA's does; some pointwise and reduction ops differ).
+  same dtype, with CUDA's fp32 lists (``autocast_lists``): what runs in low precision is the CPU's
+  list, which matches CUDA's for matmuls; ``dtype=torch.float32`` is taken as CUDA takes it.
 """
 
 import itertools
 import sys
 import time
+import warnings
 
-from . import allocations, random_state
+from . import allocations, autocast_lists, random_state
 from .model import CUDA_VERSION, device_index as _device_index
 
 __all__ = ["install", "Stream"]
@@ -259,9 +260,15 @@ def _install_autocast(patch, torch):
     enabled, dtype_of = torch.is_autocast_enabled, torch.get_autocast_dtype
 
     def __init__(self, device_type, *args, **kwargs):
-        if device_type == "cuda" and not args and kwargs.get("dtype") is None:
+        if device_type != "cuda":
+            return original(self, device_type, *args, **kwargs)
+        if not args and kwargs.get("dtype") is None:
             kwargs["dtype"] = torch.float16
-        original(self, "cpu" if device_type == "cuda" else device_type, *args, **kwargs)
+        if kwargs.get("dtype") is torch.float32:  # CUDA takes it (everything in fp32); the CPU warns, then
+            with warnings.catch_warnings():  # disables itself: the same dtypes, without the warning
+                warnings.simplefilter("ignore")
+                return original(self, "cpu", *args, **kwargs)
+        return original(self, "cpu", *args, **kwargs)
 
     def is_autocast_enabled(device_type="cuda"):  # torch's own: no argument is "cuda"
         return enabled("cpu" if device_type == "cuda" else device_type)
@@ -270,5 +277,6 @@ def _install_autocast(patch, torch):
         return dtype_of("cpu") if device_type == "cuda" and enabled("cpu") else dtype_of(device_type)
 
     patch.setattr(autocast, "__init__", __init__)
+    autocast_lists.install(patch)  # CUDA's fp32 lists, where the CPU's differ
     patch.setattr(torch, "is_autocast_enabled", is_autocast_enabled)
     patch.setattr(torch, "get_autocast_dtype", get_autocast_dtype)
