@@ -8,7 +8,7 @@ the arithmetic (``requested_fusion``, ``launch_warps``), the seam and the batchi
 loop's bits.
 """
 
-__all__ = ["batch", "requested_fusion", "launch_warps", "allocations", "Fallback"]
+__all__ = ["batch", "requested_fusion", "launch_warps", "allocations", "graph_recorder", "Fallback"]
 
 #: The batch of the launch in progress (``batching.programs._Batch``: program ids, count, the
 #: ``StoreLog``), or None outside a batched launch.
@@ -25,6 +25,10 @@ launch_warps = None
 #: The memory the launch in progress may touch (``interpreter.bounds.Allocations``), whose loads,
 #: stores and atomics are checked against it; None: nothing is checked (``check_bounds=False``).
 allocations = None
+
+#: While a CUDA graph captures on the virtual device (``virtual_cuda.graphs``): called by the grid
+#: seam with ``(launch, args, kwargs)`` for each interpreted launch, for the graph's replay; else None.
+graph_recorder = None
 
 
 class Fallback(Exception):

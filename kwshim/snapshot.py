@@ -12,7 +12,7 @@ from typing import Any, NamedTuple, Optional
 
 from .settings import tolerances
 
-__all__ = ["reachable_tensors", "State", "Difference", "difference", "describe"]
+__all__ = ["reachable_tensors", "storage_bytes", "State", "Difference", "difference", "describe"]
 
 
 def reachable_tensors(names, args, kwargs):
@@ -88,6 +88,15 @@ def _write(tensor, values):
             tensor.copy_(values)
     else:
         tensor.data.copy_(values)
+
+
+def storage_bytes(tensors):
+    """The bytes of the storages ``tensors`` (``(name, tensor)``) reach, each storage once."""
+    storages = {}
+    for _, tensor in tensors:
+        storage = tensor.untyped_storage()
+        storages[storage.data_ptr()] = storage.nbytes()
+    return sum(storages.values())
 
 
 class State:

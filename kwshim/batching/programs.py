@@ -102,6 +102,8 @@ def install(patch) -> None:
 def _grid_call(original):
     def __call__(self, *args_dev, **kwargs):
         launch_counts.launched()
+        if launch_state.graph_recorder is not None:  # a CUDA graph captures: its replay launches this again
+            launch_state.graph_recorder(functools.partial(__call__, self), args_dev, kwargs)
         chained, dot_chains.launch_chained = dot_chains.launch_chained, dot_chains.chains_dots(self.fn)
         allocations = launch_state.allocations
         if in_force().check_bounds:
@@ -388,11 +390,11 @@ def _checked(fn, args, grid, tensors):
     """The loop and the batch from one state, compared bit for bit; the loop's result stays. Only
     the tensors whose bits differ are written back (``snapshot.State``)."""
     from ..errors import GridDivergenceError
-    from ..snapshot import State
+    from ..snapshot import State, storage_bytes
 
     builder = _builder()
     builder.set_grid_dim(*grid)
-    if _bytes_of(tensors) > CHECK_MOST_BYTES:  # its copies would double a launch this large: the loop alone
+    if storage_bytes(tensors) > CHECK_MOST_BYTES:  # its copies would double a launch this large: the loop alone
         launch_counts.too_large_to_check(fn)
         return _sequential(fn, args, grid)
     before = State(tensors)
@@ -413,15 +415,6 @@ def _checked(fn, args, grid, tensors):
                 f"stored {_item(reference, index)}): run it with grid='sequential' and report this")
     if compared:
         launch_counts.checked(fn)
-
-
-def _bytes_of(tensors):
-    """The bytes of the storages ``tensors`` (``(name, tensor)``) reach, each storage once."""
-    storages = {}
-    for _, tensor in tensors:
-        storage = tensor.untyped_storage()
-        storages[storage.data_ptr()] = storage.nbytes()
-    return sum(storages.values())
 
 
 def _same_bits(reference, tensor):

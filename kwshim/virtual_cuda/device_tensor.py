@@ -33,7 +33,7 @@ import weakref
 import torch
 from torch.utils._pytree import tree_map
 
-from . import cuda_kernels, poison, random_state
+from . import cuda_kernels, graphs, poison, random_state
 
 __all__ = ["DeviceTensor", "CUDA0", "adopt", "release", "to_device", "to_host", "host_view", "is_host_copy", "install"]
 
@@ -185,21 +185,13 @@ class DeviceTensor(torch.Tensor):
                 raise RuntimeError(f"Expected all tensors to be on the same device, but found at least two devices, "
                                    f"cuda:0 and cpu! (kwshim: the virtual CUDA device, in {func}; a tensor of shape "
                                    f"{tuple(host.shape)} is on the CPU: move it with .cuda())")
-        with _no_dispatch():
-            if func in _CUDA_ONLY:
-                out = _CUDA_ONLY[func](*args, **kwargs)
-            elif func in _HALF_IN_FP32 and args[0].dtype in _HALVES:
-                out = _HALF_IN_FP32[func](*args, **kwargs)
-            elif func in _FP32_SUMS and args[0].dtype == torch.float32 and args[3] == torch.float32:
-                out = _FP32_SUMS[func](*args, **kwargs)
-            elif random_state.is_random(func):  # CUDA's seed and offset, advanced as CUDA's
-                with random_state.drawing(kwargs.get("generator")) as draw:
-                    out = func(*args, **kwargs)
-                    random_state.drawn(draw, out)
-            else:
-                out = func(*args, **kwargs)
-            if func in poison.EMPTY_OPERATIONS and poison.wanted():  # empty_fill="poison"
-                poison.poisoned(out)
+        if graphs.capturing() is not None:
+            if func is _LOCAL_SCALAR:
+                graphs.refuse_sync(".item()")
+            out = _computed(func, args, kwargs)
+            graphs.recorded_operation(_computed, func, args, kwargs, out)  # its replay computes it again
+        else:
+            out = _computed(func, args, kwargs)
         if type(out) is _PLAIN:
             return _make(DeviceTensor, out)
         if type(out) in (tuple, list):
@@ -210,6 +202,7 @@ class DeviceTensor(torch.Tensor):
         return 0
 
     def cpu(self, memory_format=torch.preserve_format):
+        graphs.refuse_sync(".cpu()")
         return to_host(self, memory_format=memory_format)
 
     def numpy(self, *args, **kwargs):
@@ -236,6 +229,29 @@ class DeviceTensor(torch.Tensor):
 
     def __reduce_ex__(self, protocol):
         return _rebuild, (to_host(self.detach()), self.requires_grad)
+
+
+def _computed(func, args, kwargs):
+    """``func`` on the device's tensors, as the CPU computes it but where CUDA computes otherwise."""
+    with _no_dispatch():
+        if func in _CUDA_ONLY:
+            out = _CUDA_ONLY[func](*args, **kwargs)
+        elif func in _HALF_IN_FP32 and args[0].dtype in _HALVES:
+            out = _HALF_IN_FP32[func](*args, **kwargs)
+        elif func in _FP32_SUMS and args[0].dtype == torch.float32 and args[3] == torch.float32:
+            out = _FP32_SUMS[func](*args, **kwargs)
+        elif random_state.is_random(func):  # CUDA's seed and offset, advanced as CUDA's
+            with random_state.drawing(kwargs.get("generator")) as draw:
+                out = func(*args, **kwargs)
+                random_state.drawn(draw, out)
+        else:
+            out = func(*args, **kwargs)
+        if func in poison.EMPTY_OPERATIONS and poison.wanted():  # empty_fill="poison"
+            poison.poisoned(out)
+    return out
+
+
+_LOCAL_SCALAR = getattr(_aten._local_scalar_dense, "default", None)
 
 
 def _rebuild(host, requires_grad):

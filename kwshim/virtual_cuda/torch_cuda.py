@@ -17,7 +17,8 @@ What is emulated, and how:
 - allocation statistics (``memory_allocated``, ``max_memory_allocated``, ``reset_peak_memory_stats``,
   ``memory_stats``): counted from the live storages of the device's tensors (``allocations``); the
   caching allocator's reservations (``memory_reserved``, ``memory_summary``, ...) raise, naming kwshim;
-- CUDA graphs (``CUDAGraph``, ``graph``) raise, naming kwshim: nothing can capture them here;
+- CUDA graphs (``CUDAGraph``, ``graph``, ``make_graphed_callables``): a capture records, a replay
+  runs the work again on the same tensors (``graphs``);
 - ``torch.autocast("cuda", ...)`` (and ``torch.cuda.amp.autocast``) is the CPU's autocast with the
   same dtype, with CUDA's fp32 lists (``autocast_lists``): what runs in low precision is the CPU's
   list, which matches CUDA's for matmuls; ``dtype=torch.float32`` is taken as CUDA takes it.
@@ -28,7 +29,7 @@ import sys
 import time
 import warnings
 
-from . import allocations, autocast_lists, random_state
+from . import allocations, autocast_lists, graphs, random_state
 from .model import CUDA_VERSION, device_index as _device_index
 
 __all__ = ["install", "Stream"]
@@ -41,12 +42,6 @@ def _refusing(name):
 
     refuse.__name__ = name
     return refuse
-
-
-def _refusing_class(name):
-    """A class that refuses to be made: still a type where a library only names it (transformers 5
-    annotates ``-> torch.cuda.CUDAGraph | None`` at import)."""
-    return type(name, (), {"__new__": lambda cls, *args, **kwargs: _refusing(name)(), "__module__": "torch.cuda"})
 
 
 class _Properties:
@@ -183,7 +178,7 @@ def install(patch, gpu) -> None:
         "get_device_properties": lambda device=None: (_device_index(device), properties)[1],
         "is_bf16_supported": lambda *args, **kwargs: True,
         "get_arch_list": lambda: [f"sm_{gpu.major}{gpu.minor}"],
-        "synchronize": lambda device=None: (_device_index(device), None)[1],
+        "synchronize": lambda device=None: (_device_index(device), graphs.refuse_sync("synchronize()"), None)[2],
         "Stream": Stream,
         "Event": _Event,
         "current_stream": lambda device=None: default_stream,
@@ -194,9 +189,6 @@ def install(patch, gpu) -> None:
                                                                      gpu.total_memory))[1],
     }
     generator = random_state.install(patch, answers)  # CUDA's seed and offset: the state functions
-    answers["make_graphed_callables"] = _refusing("make_graphed_callables")
-    for name in ("CUDAGraph", "graph"):
-        answers[name] = _refusing_class(name)
     for name, value in answers.items():
         if hasattr(cuda, name):
             patch.setattr(cuda, name, value)
@@ -208,6 +200,7 @@ def install(patch, gpu) -> None:
 
     patch.setattr(torch.cuda.nvtx, "_nvtx", _Nvtx())
     allocations.install(patch, _device_index, _refusing)
+    graphs.install(patch, cuda)  # CUDA graphs: a capture records, a replay runs again
     _install_autocast(patch, torch)
 
 
