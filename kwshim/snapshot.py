@@ -12,43 +12,47 @@ from typing import Any, NamedTuple, Optional
 
 from .settings import tolerances
 
-__all__ = ["reachable_tensors", "storage_bytes", "State", "Difference", "difference", "describe"]
+__all__ = ["launch_leaves", "reachable_tensors", "storage_bytes", "State", "Difference", "difference", "describe"]
+
+
+def launch_leaves(names, args, kwargs):
+    """(name, value) for every value a launch's arguments hold that is no tuple or list: positional
+    and keyword arguments (``names``: the kernel's parameters), tuple elements (``name[i]``), and for
+    a host ``TensorDescriptor`` or a ``triton.reinterpret`` wrapper, the tensor inside (``name.base``)."""
+    import torch
+
+    def visit(name, value):
+        if isinstance(value, (tuple, list)):
+            for i, item in enumerate(value):
+                yield from visit(f"{name}[{i}]", item)
+        elif not isinstance(value, torch.Tensor) and isinstance(getattr(value, "base", None), torch.Tensor):
+            yield f"{name}.base", value.base  # a descriptor, a reinterpreted tensor
+        else:
+            yield name, value
+
+    for i, value in enumerate(args):
+        yield from visit(names[i] if i < len(names) else f"#{i}", value)
+    for name, value in kwargs.items():
+        yield from visit(name, value)
 
 
 def reachable_tensors(names, args, kwargs):
-    """(name, tensor) for every tensor a launch can reach: positional and keyword arguments, tuple
-    elements, the tensor inside a host ``TensorDescriptor`` or a ``triton.reinterpret`` wrapper
-    (its ``base``), and, for a view that does not cover its storage, the whole storage under it
-    (``name.storage``, in the view's dtype)."""
+    """(name, tensor) for every tensor a launch can reach (``launch_leaves``), and, for a view that
+    does not cover its storage, the whole storage under it (``name.storage``, in the view's dtype)."""
     import torch
 
     found, seen, storages = [], set(), set()
-
-    def add(name, tensor):
-        if id(tensor) in seen:
-            return
+    for name, tensor in launch_leaves(names, args, kwargs):
+        if not isinstance(tensor, torch.Tensor) or id(tensor) in seen:
+            continue
         seen.add(id(tensor))
         found.append((name, tensor))
         storage = tensor.untyped_storage()
         if storage.data_ptr() in storages:  # already whole: a tensor over all of it, or its storage
-            return
+            continue
         storages.add(storage.data_ptr())
         if not _covers(tensor, storage):
             found.append((f"{name}.storage", _whole_storage(tensor, storage)))
-
-    def visit(name, value):
-        if isinstance(value, torch.Tensor):
-            add(name, value)
-        elif isinstance(value, (tuple, list)):
-            for i, item in enumerate(value):
-                visit(f"{name}[{i}]", item)
-        elif isinstance(getattr(value, "base", None), torch.Tensor):  # a descriptor, a reinterpreted tensor
-            visit(f"{name}.base", value.base)
-
-    for i, value in enumerate(args):
-        visit(names[i] if i < len(names) else f"#{i}", value)
-    for name, value in kwargs.items():
-        visit(name, value)
     return found
 
 

@@ -32,7 +32,7 @@ def launched() -> None:
 def count(fn, batched, replayed=False) -> None:
     """One launch of two or more programs of ``fn``: batched (and whether it replayed a trace), or the loop."""
     with _LOCK:
-        counts = _LAUNCHES.setdefault(fn, [0, 0, 0, 0, 0])
+        counts = _counts(fn)
         counts[0 if batched else 1] += 1
         counts[2] += replayed
 
@@ -44,13 +44,18 @@ def not_counted(fn, batched, replayed=False) -> None:
 def checked(fn) -> None:
     """A launch of ``fn`` that ``grid="check"`` ran batched and found the loop's bits."""
     with _LOCK:
-        _LAUNCHES.setdefault(fn, [0, 0, 0, 0, 0])[3] += 1
+        _counts(fn)[3] += 1
 
 
 def too_large_to_check(fn) -> None:
     """A launch of ``fn`` whose tensors were too large for ``grid="check"`` to copy: it ran the loop alone."""
     with _LOCK:
-        _LAUNCHES.setdefault(fn, [0, 0, 0, 0, 0])[4] += 1
+        _counts(fn)[4] += 1
+
+
+def _counts(fn) -> list:
+    """``fn``'s counts (``_LAUNCHES``), made where it has none; under ``_LOCK``."""
+    return _LAUNCHES.setdefault(fn, [0, 0, 0, 0, 0])
 
 
 def batched_launches(fn) -> int:

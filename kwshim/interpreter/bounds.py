@@ -57,44 +57,38 @@ class Allocations:
     def _read(self):
         import torch
 
-        found, seen = [], set()
+        from ..snapshot import launch_leaves
 
-        def visit(name, value):
+        found, seen = [], set()
+        args, kwargs = self._given
+        for name, value in launch_leaves(_parameters(self.kernel), args, kwargs):
             if isinstance(value, torch.Tensor):
                 try:
                     storage = value.untyped_storage()
                     start, size = storage.data_ptr(), storage.nbytes()
                 except (RuntimeError, NotImplementedError):  # a tensor with no memory (meta, fake)
-                    return
+                    continue
                 if start and start not in seen:
                     seen.add(start)
                     found.append((start, start + size, name, value.data_ptr(), value.element_size()))
-            elif isinstance(value, (tuple, list)):
-                for i, item in enumerate(value):
-                    visit(f"{name}[{i}]", item)
-            elif isinstance(getattr(value, "base", None), torch.Tensor):  # a descriptor, reinterpret's wrapper
-                visit(name, value.base)
             elif callable(getattr(value, "data_ptr", None)):  # a pointer whose memory is not known here
                 self.loose = True
-
-        args, kwargs = self._given
-        names = _parameters(self.kernel)
-        for i, value in enumerate(args):
-            visit(names[i] if i < len(names) else f"#{i}", value)
-        for name, value in kwargs.items():
-            visit(name, value)
         found.sort()
         self._arguments = found
         self._starts = [entry[0] for entry in found]
         self._ends = [entry[1] for entry in found]
 
-    def require(self, low, high, lanes, size, access):
-        """Raise ``OutOfBoundsError`` unless every address of ``lanes`` (the active ones; ``low`` the
-        least, ``high`` the end of the greatest one's ``size``-byte element) is in an allocation."""
+    def holds(self, low, high):
+        """Whether ``[low, high)`` lies in one argument's storage: the common case, at a lookup's cost."""
         if self._starts is None:
             self._read()
         index = bisect.bisect_right(self._starts, low) - 1
-        if index >= 0 and high <= self._ends[index]:
+        return index >= 0 and high <= self._ends[index]
+
+    def require(self, low, high, lanes, size, access):
+        """Raise ``OutOfBoundsError`` unless every address of ``lanes`` (the active ones; ``low`` the
+        least, ``high`` the end of the greatest one's ``size``-byte element) is in an allocation."""
+        if self.holds(low, high):
             return
         starts, ends = (np.array(self._starts, dtype=np.int64), np.array(self._ends, dtype=np.int64))
         outside = _outside(lanes, size, starts, ends)
@@ -134,6 +128,11 @@ class Allocations:
                 f"lanes past the end, or turn this check off with check_bounds=False")
 
 
+def _as_int64(addresses):
+    """``addresses`` (uint64 or any integers) as int64, a view where they are uint64."""
+    return addresses.view(np.int64) if addresses.dtype == np.uint64 else addresses.astype(np.int64, copy=False)
+
+
 def _distance(address, entry):
     start, end = entry[0], entry[1]
     return 0 if start <= address < end else min(abs(address - start), abs(address - end))
@@ -141,7 +140,7 @@ def _distance(address, entry):
 
 def _outside(lanes, size, starts, ends):
     """The first address of ``lanes`` whose ``size``-byte element is in no ``[start, end)``, or None."""
-    lanes = lanes.view(np.int64) if lanes.dtype == np.uint64 else lanes.astype(np.int64)
+    lanes = _as_int64(lanes)
     if not starts.size:
         return lanes[0]
     index = np.searchsorted(starts, lanes, side="right") - 1
@@ -224,12 +223,6 @@ def check(addresses, size, access, mask=None, rising=False):
     allocations = launch_state.allocations
     if allocations is None:
         return
-    if rising and mask is None:
-        lanes = np.asarray(addresses).reshape(-1)
-        if lanes.size:
-            lanes = lanes.view(np.int64) if lanes.dtype == np.uint64 else lanes.astype(np.int64, copy=False)
-            allocations.require(int(lanes[0]), int(lanes[-1]) + size, lanes, size, access)
-        return
     lanes = np.asarray(addresses)
     if mask is not None:
         mask = np.asarray(mask)
@@ -237,11 +230,11 @@ def check(addresses, size, access, mask=None, rising=False):
             lanes, mask = np.broadcast_arrays(lanes, mask)
         if not mask.all():
             lanes = lanes[mask.astype(bool, copy=False)]
-    lanes = lanes.reshape(-1)
+    lanes = _as_int64(lanes.reshape(-1))
     if not lanes.size:
         return
-    lanes = lanes.view(np.int64) if lanes.dtype == np.uint64 else lanes.astype(np.int64, copy=False)
-    allocations.require(int(lanes.min()), int(lanes.max()) + size, lanes, size, access)
+    low, high = (int(lanes[0]), int(lanes[-1])) if rising and mask is None else (int(lanes.min()), int(lanes.max()))
+    allocations.require(low, high + size, lanes, size, access)
 
 
 def check_rows(starts, length, width, pitch, access):
@@ -253,7 +246,7 @@ def check_rows(starts, length, width, pitch, access):
     starts = np.asarray(starts).reshape(-1)
     if not starts.size:
         return
-    starts = starts.view(np.int64) if starts.dtype == np.uint64 else starts.astype(np.int64, copy=False)
+    starts = _as_int64(starts)
     span = (length - 1) * (pitch or width)
     if starts.size <= 16:  # a few rows (a small launch's): Python's min and max cost less than NumPy's calls
         listed = starts.tolist()
@@ -264,10 +257,7 @@ def check_rows(starts, length, width, pitch, access):
         low, high = low + span, high - span
     else:
         high += span
-    if allocations._starts is None:
-        allocations._read()
-    index = bisect.bisect_right(allocations._starts, low) - 1  # the common case at a lookup's cost
-    if index >= 0 and high + width <= allocations._ends[index]:
+    if allocations.holds(low, high + width):
         return
     lanes = (starts[:, None] + np.arange(length, dtype=np.int64) * (pitch or width)).reshape(-1)
     allocations.require(low, high + width, lanes, width, access)

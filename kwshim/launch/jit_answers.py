@@ -24,6 +24,7 @@ While the switch is on:
   launch options are those of the launch that made it.
 """
 
+import functools
 import inspect
 import weakref
 
@@ -91,32 +92,29 @@ class InterpretedKernel:
         self.kernel, self._given = kernel, (args, kwargs)
         self.name = getattr(kernel.fn, "__name__", "?")
 
+    @functools.cached_property
     def _fixed(self):
-        """(constexpr values by name, launch options) of the launch that made this kernel."""
+        """(the kernel's parameters, constexpr values by name, launch options) of the launch that made
+        this kernel: read at its first launch, once."""
+        from .scalars import _annotation_kind
+
         args, kwargs = self._given
-        parameters = inspect.signature(self.kernel.fn).parameters
-        named = {name: value for name, value in kwargs.items() if name in parameters}
-        bound = inspect.signature(self.kernel.fn).bind_partial(*args, **named)
+        signature = inspect.signature(self.kernel.fn)
+        parameters = signature.parameters
+        bound = signature.bind_partial(*args, **{name: value for name, value in kwargs.items() if name in parameters})
         bound.apply_defaults()
         constexprs = {name: bound.arguments[name] for name, parameter in parameters.items()
-                      if name in bound.arguments and _is_constexpr(parameter)}
+                      if name in bound.arguments and _annotation_kind(parameter.annotation)[0]}
         options = {name: value for name, value in kwargs.items() if name not in parameters}
-        return constexprs, options
+        return list(parameters), constexprs, options
 
     def __getitem__(self, grid):
         def launch(*args, **kwargs):
-            parameters = list(inspect.signature(self.kernel.fn).parameters.values())
-            constexprs, options = self._fixed()
-            if len(args) + len(kwargs) < len(parameters):  # a compiled kernel's arguments: no constexprs
+            names, constexprs, options = self._fixed
+            if len(args) + len(kwargs) < len(names):  # a compiled kernel's arguments: no constexprs
                 taken = iter(args)
-                values = {}
-                for parameter in parameters:
-                    if parameter.name in kwargs:
-                        values[parameter.name] = kwargs[parameter.name]
-                    elif parameter.name in constexprs:
-                        values[parameter.name] = constexprs[parameter.name]
-                    else:
-                        values[parameter.name] = next(taken)
+                values = {name: kwargs[name] if name in kwargs else constexprs[name] if name in constexprs
+                          else next(taken) for name in names}
                 return self.kernel[grid](**values, **options)
             return self.kernel[grid](*args, **kwargs, **options)
 
@@ -124,14 +122,6 @@ class InterpretedKernel:
 
     def __repr__(self):
         return f"<kwshim InterpretedKernel {self.name}>"
-
-
-def _is_constexpr(parameter):
-    annotation = parameter.annotation
-    if annotation is inspect.Parameter.empty:
-        return False
-    text = annotation if isinstance(annotation, str) else getattr(annotation, "__name__", repr(annotation))
-    return "constexpr" in str(text)
 
 
 def install(patch) -> None:

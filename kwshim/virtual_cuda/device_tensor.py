@@ -185,13 +185,10 @@ class DeviceTensor(torch.Tensor):
                 raise RuntimeError(f"Expected all tensors to be on the same device, but found at least two devices, "
                                    f"cuda:0 and cpu! (kwshim: the virtual CUDA device, in {func}; a tensor of shape "
                                    f"{tuple(host.shape)} is on the CPU: move it with .cuda())")
-        if graphs.capturing() is not None:
-            if func is _LOCAL_SCALAR:
-                graphs.refuse_sync(".item()")
-            out = _computed(func, args, kwargs)
-            graphs.recorded_operation(_computed, func, args, kwargs, out)  # its replay computes it again
-        else:
-            out = _computed(func, args, kwargs)
+        if func is _LOCAL_SCALAR:
+            graphs.refuse_sync(".item()")  # while a CUDA graph captures
+        out = _computed(func, args, kwargs)
+        graphs.recorded_operation(_computed, func, args, kwargs, out)  # while one captures: its replay computes it
         if type(out) is _PLAIN:
             return _make(DeviceTensor, out)
         if type(out) in (tuple, list):
@@ -241,9 +238,7 @@ def _computed(func, args, kwargs):
         elif func in _FP32_SUMS and args[0].dtype == torch.float32 and args[3] == torch.float32:
             out = _FP32_SUMS[func](*args, **kwargs)
         elif random_state.is_random(func):  # CUDA's seed and offset, advanced as CUDA's
-            with random_state.drawing(kwargs.get("generator")) as draw:
-                out = func(*args, **kwargs)
-                random_state.drawn(draw, out)
+            out = random_state.drawn(kwargs.get("generator"), lambda: func(*args, **kwargs))
         else:
             out = func(*args, **kwargs)
         if func in poison.EMPTY_OPERATIONS and poison.wanted():  # empty_fill="poison"

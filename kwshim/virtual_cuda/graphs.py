@@ -24,16 +24,10 @@ graphed callable's replay computes.
 import torch
 
 from .. import launch_state
+from .poison import EMPTY_OPERATIONS
 
 __all__ = ["CUDAGraph", "graph", "capturing", "recorded_operation", "refuse_sync", "make_graphed_callables",
-           "install", "NOT_REPLAYED"]
-
-_aten = torch.ops.aten
-#: operations a replay does not run again: allocations (the graph's memory is the capture's)
-NOT_REPLAYED = frozenset(op for op in (
-    getattr(_aten.empty, "memory_format", None), getattr(_aten.empty_like, "default", None),
-    getattr(_aten.empty_strided, "default", None), getattr(_aten.new_empty, "default", None),
-    getattr(_aten.new_empty_strided, "default", None)) if op is not None)
+           "install"]
 
 _CAPTURING: list = []  # the graph capturing now (one at most)
 
@@ -118,7 +112,7 @@ def recorded_operation(compute, func, args, kwargs, out):
     """Record, into the graph capturing now, one operation on device tensors whose result ``out``
     ``compute(func, args, kwargs)`` gives: a replay computes it again and copies it into ``out``."""
     graph_now = capturing()
-    if graph_now is None or func in NOT_REPLAYED:
+    if graph_now is None or func in EMPTY_OPERATIONS:  # allocations: the graph's memory is the capture's
         return
 
     def again():

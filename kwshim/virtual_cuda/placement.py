@@ -87,9 +87,7 @@ def _placing(function):
         if pinned:
             kwargs["pin_memory"] = False
         if random and target == "cuda":  # CUDA's seed and offset, advanced as CUDA's
-            with random_state.drawing(kwargs.get("generator")) as draw:
-                made = function(*args, **kwargs)
-                random_state.drawn(draw, made)
+            made = random_state.drawn(kwargs.get("generator"), lambda: function(*args, **kwargs))
         else:
             made = function(*args, **kwargs)
         if target == "cuda" and not isinstance(made, DeviceTensor):

@@ -18,12 +18,11 @@ gives the same values, a state read and written back reproduces them, and the CP
 stream is left as it was. The values are the CPU's, not Philox's.
 """
 
-import contextlib
 import weakref
 
 import torch
 
-__all__ = ["CudaGenerator", "install", "drawing", "drawn", "is_random", "RANDOM_FACTORIES",
+__all__ = ["CudaGenerator", "install", "drawn", "is_random", "RANDOM_FACTORIES",
            "offset_increment"]
 
 #: torch's seed for a CUDA generator nobody seeded (``default_rng_seed_val``)
@@ -109,9 +108,7 @@ class CudaGenerator(torch.Generator):
         return self
 
     def clone_state(self):
-        copy = CudaGenerator()
-        copy.kwshim_seed, copy.kwshim_offset = self.kwshim_seed, self.kwshim_offset
-        return copy
+        return _rebuilt(self.kwshim_seed, self.kwshim_offset)
 
     def __reduce__(self):
         return _rebuilt, (self.kwshim_seed, self.kwshim_offset)
@@ -153,44 +150,28 @@ def _signed(value):
 DEFAULT = None
 
 
-class _Draw:
-    __slots__ = ("numel", "wide")
-
-    def __init__(self):
-        self.numel, self.wide = 0, False
-
-
-@contextlib.contextmanager
-def drawing(generator):
-    """Around one random operation on the device: the CPU generator it draws from (``generator``,
-    or the CPU's default, put back after) seeded from CUDA's seed and offset, which then advances as
-    CUDA's would for the elements the caller sets on what this yields (``.numel``)."""
-    draw = _Draw()
-    found = resolved(generator)
-    cuda = DEFAULT if generator is None else found
+def drawn(generator, operation):
+    """``operation()``, one random operation on the device, drawing from a CPU generator
+    (``generator``, or the CPU's default, put back after) seeded from CUDA's seed and offset, which
+    then advances as CUDA's would for the elements it made (its first result's; fp64: two a call)."""
+    cuda = DEFAULT if generator is None else resolved(generator)
     if cuda is None:
-        yield draw  # a CPU generator given by the caller: its own stream
-        return
+        return operation()  # a CPU generator given by the caller: its own stream
     underneath = generator if generator is not None else torch.default_generator
     saved = None if generator is not None else torch.Generator.get_state(underneath)
     torch.Generator.manual_seed(underneath, _mixed(cuda.kwshim_seed, cuda.kwshim_offset))
+    out = None
     try:
-        yield draw
+        out = operation()
     finally:
         if saved is not None:
             torch.Generator.set_state(underneath, saved)
         else:  # the mark back, for the next operation handed this generator
             torch.Generator.manual_seed(underneath, cuda.kwshim_mark)
-        cuda.kwshim_offset += offset_increment(draw.numel, draw.wide)
-
-
-def drawn(draw, out):
-    """Set on ``draw`` the elements a random operation made (its first result's) and whether they are
-    fp64 (two values a ``curand`` call)."""
-    if isinstance(out, (tuple, list)):
-        out = out[0] if out else None
-    if isinstance(out, torch.Tensor):
-        draw.numel, draw.wide = out.numel(), out.dtype == torch.float64
+        made = out[0] if isinstance(out, (tuple, list)) and out else out
+        if isinstance(made, torch.Tensor):
+            cuda.kwshim_offset += offset_increment(made.numel(), made.dtype == torch.float64)
+    return out
 
 
 _RANDOM: dict = {}

@@ -257,11 +257,10 @@ def _install_autocast(patch, torch):
             return original(self, device_type, *args, **kwargs)
         if not args and kwargs.get("dtype") is None:
             kwargs["dtype"] = torch.float16
-        if kwargs.get("dtype") is torch.float32:  # CUDA takes it (everything in fp32); the CPU warns, then
-            with warnings.catch_warnings():  # disables itself: the same dtypes, without the warning
-                warnings.simplefilter("ignore")
-                return original(self, "cpu", *args, **kwargs)
-        return original(self, "cpu", *args, **kwargs)
+        with warnings.catch_warnings():
+            if kwargs.get("dtype") is torch.float32:  # CUDA takes it (everything in fp32); the CPU warns,
+                warnings.simplefilter("ignore")  # then disables itself: the same dtypes, without the warning
+            return original(self, "cpu", *args, **kwargs)
 
     def is_autocast_enabled(device_type="cuda"):  # torch's own: no argument is "cuda"
         return enabled("cpu" if device_type == "cuda" else device_type)
