@@ -50,11 +50,14 @@ OUTCOMES = os.path.join(ROOT, "measure", "outcomes")
 class Library:
     """A suite: where its tests come from, which files run, and the H200's outcomes for them."""
 
-    def __init__(self, name, title, files, outcomes, fetch, table="suites", per_function=False, bare=()):
+    def __init__(self, name, title, files, outcomes, fetch, table="suites", per_function=False, bare=(), options=(),
+                 files_per_process=1):
         self.name, self.title, self.files, self.outcomes, self.fetch = name, title, files, outcomes, fetch
         self.marker = table  # its table's markers on the suites page
         self.per_function = per_function  # sample the first tests of each test function, not of each file
         self.bare = list(bare)  # the bare interpreter's own options (Triton's: --device cpu, as upstream runs it)
+        self.options = list(options)  # the suite's own options, in every mode and on the GPU (FlagGems' --ref cpu)
+        self.files_per_process = files_per_process  # files run together in one pytest process (its start is slow)
 
     def test_files(self, source):
         """Its test files in the checkout ``source``, relative to it."""
@@ -62,13 +65,23 @@ class Library:
                       for path in glob.glob(os.path.join(source, pattern)))
 
     def h200(self):
-        """{node id: outcome} as the H200 measured them ({} where none were)."""
+        """{node id: outcome} as the GPU measured them ({} where none were)."""
+        return {node: outcome for outcome, node in self._gpu_lines() if outcome != IDLE}
+
+    def gpu_idle(self):
+        """The tests the GPU passed that launched no Triton kernel there (``IDLE`` lines)."""
+        return {node for outcome, node in self._gpu_lines() if outcome == IDLE}
+
+    def _gpu_lines(self):
         path = os.path.join(OUTCOMES, self.outcomes)
         if not os.path.exists(path):
-            return {}
+            return []
         with open(path) as handle:
-            pairs = (line.rstrip("\n").split(" ", 1) for line in handle if line.strip() and line[0] != "#")
-            return {node: outcome for outcome, node in pairs}
+            return [line.rstrip("\n").split(" ", 1) for line in handle if line.strip() and line[0] != "#"]
+
+
+#: the outcome files' line for a test that passed and launched no Triton kernel (beside its "passed")
+IDLE = "launched-none"
 
 
 #: (class, pattern in the failure's text), first match wins
@@ -114,6 +127,21 @@ def fetch_fla():
     return folder
 
 
+FLAGGEMS_TAG = "v5.0.2"
+
+
+def fetch_flaggems():
+    """FlagGems' git checkout at ``FLAGGEMS_TAG`` (its wheels hold no tests)."""
+    folder = os.path.join(FOLDER, "FlagGems-" + FLAGGEMS_TAG[1:])
+    if not os.path.isdir(os.path.join(folder, "tests")):
+        done = subprocess.run(["git", "clone", "--quiet", "--depth", "1", "--branch", FLAGGEMS_TAG,
+                               "https://github.com/flagos-ai/FlagGems", folder])
+        if done.returncode:
+            sys.exit(f"suites: no checkout of FlagGems {FLAGGEMS_TAG} in {folder}, and git clone failed: "
+                     f"put one there (its src/, tests/ and pytest.ini)")
+    return folder
+
+
 TRITON_RELEASE = "3.6.0"  # the release whose tests the H200 ran (``measure/outcomes/h200-triton-3.6.0.txt``)
 TRITON_TESTS = "python/test/unit/language"
 
@@ -144,6 +172,12 @@ LIBRARIES = {
     "fla": Library("fla", "flash-linear-attention v0.5.2's own tests",
                    ["tests/ops/test_gla.py", "tests/ops/test_delta.py", "tests/modules/test_l2norm.py"],
                    "h200-flash_linear_attention-0.5.2.txt", fetch_fla, table="suites-fla"),
+    "liger-chunked": Library("liger-chunked", "Liger-Kernel 0.8.5's own `test/chunked_loss`",
+                             ["test/chunked_loss/test_*.py"], "h100-liger_kernel-0.8.5-chunked_loss.txt", fetch_liger,
+                             table="suites-liger-chunked"),
+    "flaggems": Library("flaggems", f"FlagGems {FLAGGEMS_TAG[1:]}'s own tests (`--ref cpu --quick`, as its CI)",
+                        ["tests/test_*.py"], f"h100-flaggems-{FLAGGEMS_TAG[1:]}.txt", fetch_flaggems,
+                        table="suites-flaggems", options=["--ref", "cpu", "--quick"], files_per_process=12),
     "triton": Library("triton", f"Triton {TRITON_RELEASE}'s own language tests",
                       [f"{TRITON_TESTS}/test_{name}.py" for name in ("core", "standard", "random", "libdevice")],
                       f"h200-triton-{TRITON_RELEASE}.txt", fetch_triton, table="suites-triton", per_function=True,
@@ -163,33 +197,45 @@ def environment(source, release, cache=None):
     return env
 
 
-def collect(source, path, env, per_file, extra=(), per_function=False):
-    """The first ``per_file`` test ids of ``path`` (collected with ``extra``: a suite can parametrize
-    on the device it finds), or with ``per_function`` the first ``per_file`` of each test function."""
-    done = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *extra, "--co", path],
+def collect(source, paths, env, per_file, extra=(), per_function=False):
+    """The first ``per_file`` test ids of each of ``paths`` (a file, or several collected in one process;
+    with ``extra``: a suite can parametrize on the device it finds), or with ``per_function`` the first
+    ``per_file`` of each test function; ``per_file`` 0: every test."""
+    paths = [paths] if isinstance(paths, str) else list(paths)
+    done = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *extra, "--co", *paths],
                           capture_output=True, text=True, env=env, cwd=source, timeout=600)
-    ids = [line for line in done.stdout.splitlines() if line.startswith(path + "::")]  # not a warning's text
-    if not per_function:
-        return ids[:per_file]
-    taken, sample = {}, []
-    for node in ids:
-        function = node.split("[")[0]
-        taken[function] = taken.get(function, 0) + 1
-        if taken[function] <= per_file:
-            sample.append(node)
+    lines = done.stdout.splitlines()
+    sample = []
+    for path in paths:
+        ids = [line for line in lines if line.startswith(path + "::")]  # not a warning's text
+        if not per_file:  # the whole file
+            sample += ids
+        elif not per_function:
+            sample += ids[:per_file]
+        else:
+            taken = {}
+            for node in ids:
+                function = node.split("[")[0]
+                taken[function] = taken.get(function, 0) + 1
+                if taken[function] <= per_file:
+                    sample.append(node)
     return sample
 
 
-def run_file(source, path, ids, env, extra, limit):
-    """{'passed', 'failed', 'skipped', 'classes', 'outcomes' (node id -> passed/failed/skipped), 'seconds'}
-    for one file's tests."""
+def run_file(source, paths, ids, env, extra, limit):
+    """{'passed', 'failed', 'skipped', 'classes', 'outcomes' (node id -> passed/failed/skipped), 'idle' (passed
+    tests that launched no Triton kernel, where the run says: kwshim's summary, or the GPU's
+    ``kernel_launches`` property), 'seconds'} for the tests ``ids`` of the files ``paths`` (one, or several
+    run together), in one pytest process."""
+    paths = [paths] if isinstance(paths, str) else list(paths)
+    listing = ["--kwshim-no-kernel"] if "--kwshim" in extra else []
     with tempfile.TemporaryDirectory() as scratch:
         junit = os.path.join(scratch, "junit.xml")
         start = time.perf_counter()
         try:
-            subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *extra,
-                            f"--junitxml={junit}", *ids], capture_output=True, text=True, env=env, cwd=source,
-                           timeout=limit)
+            done = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *extra, *listing,
+                                   f"--junitxml={junit}", *ids], capture_output=True, text=True, env=env,
+                                  cwd=source, timeout=limit)
         except subprocess.TimeoutExpired:
             failed = "timeout"
         else:
@@ -197,15 +243,34 @@ def run_file(source, path, ids, env, extra, limit):
         seconds = time.perf_counter() - start
         if failed:
             return {"passed": 0, "failed": len(ids), "skipped": 0, "classes": {failed: len(ids)},
-                    "outcomes": dict.fromkeys(ids, "failed"), "seconds": seconds}
-        return dict(_read(junit, path), seconds=seconds)
+                    "outcomes": dict.fromkeys(ids, "failed"), "kinds": dict.fromkeys(ids, failed), "idle": set(),
+                    "seconds": seconds}
+        result = _read(junit, paths)
+        if listing:
+            result["idle"] |= _idle_listed(done.stdout)
+        return dict(result, seconds=seconds)
 
 
-def _read(junit, path):
-    result = {"passed": 0, "failed": 0, "skipped": 0, "classes": {}, "outcomes": {}}
-    module = path[:-3].replace("/", ".")
+def _idle_listed(text):
+    """The node ids under kwshim's "launched no Triton kernel" summary line (``--kwshim-no-kernel``)."""
+    lines, idle = text.splitlines(), set()
+    for number, line in enumerate(lines):
+        if "launched no Triton kernel" in line:
+            for listed in lines[number + 1:]:
+                if not listed.startswith("  "):
+                    break
+                idle.add(listed.strip())
+    return idle
+
+
+def _read(junit, paths):
+    result = {"passed": 0, "failed": 0, "skipped": 0, "classes": {}, "outcomes": {}, "idle": set()}
+    modules = sorted(((path[:-3].replace("/", "."), path) for path in paths), key=lambda pair: -len(pair[0]))
     for case in ElementTree.parse(junit).getroot().iter("testcase"):
-        classes = (case.get("classname") or "")[len(module) + 1:]
+        classname = case.get("classname") or ""
+        module, path = next(((module, path) for module, path in modules
+                             if classname == module or classname.startswith(module + ".")), modules[0])
+        classes = classname[len(module) + 1:]
         node = "::".join([path] + (classes.split(".") if classes else []) + [case.get("name")])
         problem = case.find("failure")
         if problem is None:
@@ -214,10 +279,14 @@ def _read(junit, path):
             outcome = "failed"
             kind = classify((problem.get("message") or "") + "\n" + (problem.text or ""))
             result["classes"][kind] = result["classes"].get(kind, 0) + 1
+            result.setdefault("kinds", {})[node] = kind
         elif case.find("skipped") is not None:
             outcome = "skipped"
         else:
             outcome = "passed"
+            launches = [item.get("value") for item in case.iter("property") if item.get("name") == "kernel_launches"]
+            if launches and launches[0] == "0":
+                result["idle"].add(node)
         result[outcome] += 1
         result["outcomes"][node] = outcome
     return result
@@ -254,34 +323,65 @@ def _kinds(classes):
     return ", ".join(f"{k} {n}" for k, n in sorted(classes.items()))
 
 
+def _groups(library, files):
+    """The files in the groups that run in one pytest process each."""
+    size = max(1, library.files_per_process)
+    return [files[start:start + size] for start in range(0, len(files), size)]
+
+
+def _run_groups(groups, run, jobs):
+    """``run(group)`` for each group, ``jobs`` at a time, yielded in the groups' order as they finish."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    with ThreadPoolExecutor(max(1, jobs)) as pool:
+        yield from pool.map(run, groups)
+
+
 def record_h200(library, options):
-    """The H200's outcomes for the same sample, printed as ``measure/outcomes/`` holds them: run on a
-    GPU machine, with compiled Triton (no ``TRITON_INTERPRET``), each file in its own pytest process."""
+    """The GPU's outcomes for the same sample, printed as ``measure/outcomes/`` holds them: run on a
+    GPU machine, with compiled Triton (no ``TRITON_INTERPRET``), each group of files in its own pytest
+    process; a passed test that launched no Triton kernel gets an ``IDLE`` line too."""
     import platform
 
     source = library.fetch()
     env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
-    env["PYTHONPATH"] = os.pathsep.join([os.path.join(source, "src"), source])
+    env["PYTHONPATH"] = os.pathsep.join([os.path.join(source, "src"), source, os.path.join(ROOT, "measure")]
+                                        + ([os.environ["PYTHONPATH"]] if os.environ.get("PYTHONPATH") else []))
     import torch
     import triton
 
+    unit = 'test function' if library.per_function else 'file'
     print(f"# Outcomes of {library.title} on an {torch.cuda.get_device_name()} (compiled Triton {triton.__version__}, "
           f"torch {torch.__version__}, Python {platform.python_version()}), measured {time.strftime('%Y-%m-%d')} with")
     print(f"#   measure/suites.py --library {library.name} --h200 --per-file {options.per_file} "
-          f"(the first {options.per_file} tests of each {'test function' if library.per_function else 'file'})")
-    print("# One line per test: outcome, then the pytest node id.")
+          f"({f'the first {options.per_file} tests of each {unit}' if options.per_file else 'whole files'})")
+    print(f"# One line per test: outcome, then the pytest node id; '{IDLE}' too for a pass that launched no kernel.")
     files = options.files or library.test_files(source)
-    for path in files:
-        ids = collect(source, path, env, options.per_file, per_function=library.per_function)
+
+    def run(group):
+        ids = collect(source, group, env, options.per_file, library.options, per_function=library.per_function)
         if not ids:
-            print(f"suites: nothing collected from {path}", file=sys.stderr)
+            print(f"suites: nothing collected from {' '.join(group)}", file=sys.stderr)
+            return None
+        extra = library.options + ["-p", "kernel_launches"] + (["-n", str(options.workers)] if options.workers else [])
+        size = options.chunk or len(ids)  # a process killed at its time limit loses its chunk alone
+        parts = [run_file(source, group, ids[start:start + size], env, extra, options.timeout)
+                 for start in range(0, len(ids), size)]
+        result = {"outcomes": {key: value for part in parts for key, value in part["outcomes"].items()},
+                  "idle": set().union(*(part["idle"] for part in parts)),
+                  "seconds": sum(part["seconds"] for part in parts),
+                  "classes": [part["classes"] for part in parts if part["classes"]]}
+        print(f"suites: {' '.join(group)}: {len(ids)} collected, {len(result['outcomes'])} outcomes in "
+              f"{result['seconds']:.0f} s {result.get('classes', '')}", file=sys.stderr, flush=True)
+        return result
+
+    for result in _run_groups(_groups(library, files), run, options.jobs):  # each printed as it comes
+        if result is None:
             continue
-        extra = ["-n", str(options.workers)] if options.workers else []
-        result = run_file(source, path, ids, env, extra, options.timeout)
-        print(f"suites: {path}: {len(ids)} collected, {len(result['outcomes'])} outcomes in {result['seconds']:.0f} s "
-              f"{result.get('classes', '')}", file=sys.stderr)
         for node, outcome in sorted(result["outcomes"].items()):
             print(f"{outcome} {node}", flush=True)
+            if node in result["idle"]:
+                print(f"{IDLE} {node}", flush=True)
     return 0
 
 
@@ -299,6 +399,8 @@ def main(argv=None):
                                          "its own table on the page and its own outcome files")
     parser.add_argument("--h200", action="store_true", help="record the H200's outcomes for the sample (on a GPU)")
     parser.add_argument("--workers", type=int, default=0, help="with --h200: pytest-xdist workers per file")
+    parser.add_argument("--chunk", type=int, default=0, help="with --h200: at most this many tests per process")
+    parser.add_argument("--jobs", type=int, default=1, help="pytest processes at a time (each a group of files)")
     parser.add_argument("--page", help="rewrite the library's table between its markers on this page "
                                        "(docs/evidence/suites.md)")
     options = parser.parse_args(argv)
@@ -324,37 +426,50 @@ def main(argv=None):
                  for mode, grid in columns]
         rows = ["| file | " + " | ".join(f"{name}: passed/failed/skipped | failures by class" for name in names) + " |",
                 "| --- |" + " --- | --- |" * len(columns)]
-        totals = {column: {"passed": 0, "failed": 0, "skipped": 0, "classes": {}, "outcomes": {}, "seconds": 0.0}
-                  for column in columns}
-        for path in files:
+        totals = {column: {"passed": 0, "failed": 0, "skipped": 0, "classes": {}, "outcomes": {}, "idle": set(),
+                           "seconds": 0.0} for column in columns}
+
+        def run(group):
+            """{column: result} for the group's files, in one pytest process per column."""
             results, collected = {}, {}
             for mode, grid in columns:
-                extra = MODES[mode] + (library.bare if mode == "bare" else ["--kwshim-grid", grid])
+                extra = library.options + MODES[mode] + (library.bare if mode == "bare" else ["--kwshim-grid", grid])
                 if mode not in collected:  # once per mode: its grids run the same tests
-                    collected[mode] = collect(source, path, env, options.per_file, MODES[mode] + selected,
-                                              library.per_function) \
-                        or collect(source, path, env, options.per_file, selected, per_function=library.per_function)
+                    found = collect(source, group, env, options.per_file, library.options + MODES[mode] + selected,
+                                    library.per_function)
+                    missing = [path for path in group if not any(node.startswith(path + "::") for node in found)]
+                    collected[mode] = found + (collect(source, missing, env, options.per_file,
+                                                       library.options + selected,
+                                                       per_function=library.per_function) if missing else [])
                 if not collected[mode]:
                     break
-                results[mode, grid] = run_file(source, path, collected[mode], env, extra, options.timeout)
-            if not results:
-                continue
-            cells = []
-            for column, result in results.items():
-                total = totals[column]
-                for key in ("passed", "failed", "skipped", "seconds"):
-                    total[key] += result[key]
-                total["outcomes"].update(result["outcomes"])
-                for kind, count in result["classes"].items():
-                    total["classes"][kind] = total["classes"].get(kind, 0) + count
-                cells += [_counts(result), _kinds(result["classes"])]
-            row = f"| {os.path.basename(path)} | " + " | ".join(cells) + " |"
-            rows.append(row)
-            seconds = ", ".join(f"{result['seconds']:.0f} s" for result in results.values())
-            print(f"[{release}] {row} ({seconds})", flush=True)
+                results[mode, grid] = run_file(source, group, collected[mode], env, extra, options.timeout)
+            return results
+
+        groups = _groups(library, files)
+        for group, results in zip(groups, _run_groups(groups, run, options.jobs)):
+            for path in group:
+                mine = {column: _of_file(result, path, len(group)) for column, result in results.items()}
+                mine = {column: result for column, result in mine.items() if result["outcomes"]}
+                if not mine:
+                    continue
+                cells = []
+                for column, result in mine.items():
+                    total = totals[column]
+                    for key in ("passed", "failed", "skipped", "seconds"):
+                        total[key] += result[key]
+                    total["outcomes"].update(result["outcomes"])
+                    total["idle"] |= result["idle"]
+                    for kind, count in result["classes"].items():
+                        total["classes"][kind] = total["classes"].get(kind, 0) + count
+                    cells += [_counts(result), _kinds(result["classes"])]
+                row = f"| {os.path.basename(path)} | " + " | ".join(cells) + " |"
+                rows.append(row)
+                seconds = ", ".join(f"{result['seconds']:.0f} s" for result in mine.values())
+                print(f"[{release}] {row} ({seconds})", flush=True)
         rows.append("| **total** | " + " | ".join(f"{_counts(totals[c])} | {_kinds(totals[c]['classes'])}"
                                                   for c in columns) + " |")
-        lines += _summary(release, columns, totals, h200) + [""] + rows + [""]
+        lines += _summary(release, columns, totals, h200, library.gpu_idle()) + [""] + rows + [""]
         for (mode, grid), total in totals.items():  # each test's outcome, for comparisons after the run
             with open(os.path.join(FOLDER, f"outcomes-{library.name}-{release}-{mode}-{grid}{suffix}.txt"),
                       "w") as handle:
@@ -366,8 +481,30 @@ def main(argv=None):
     return 0
 
 
-def _summary(release, columns, totals, h200):
-    """The release's headline lines: the kwshim share, the H200 match of the device column, the grids."""
+def _idle_line(total, gpu, gpu_idle):
+    """Of the passes here that launched no Triton kernel, those whose test the GPU passed launching one."""
+    if not total["idle"]:
+        return " Every pass here launched a Triton kernel."
+    vacuous = sorted(node for node in total["idle"] if gpu.get(node) == "passed" and node not in gpu_idle)
+    return (f" {len(total['idle'])} passes here launched no Triton kernel; of them, {len(vacuous)} launched one on "
+            f"the GPU" + (f" ({', '.join(vacuous)})" if vacuous else "") + ".")
+
+
+def _of_file(result, path, share):
+    """The part of a group's ``result`` that is the file ``path``'s (its seconds: the group's / ``share``)."""
+    outcomes = {node: outcome for node, outcome in result["outcomes"].items() if node.split("::")[0] == path}
+    classes = {}
+    for node, kind in result.get("kinds", {}).items():
+        if node in outcomes and outcomes[node] == "failed":
+            classes[kind] = classes.get(kind, 0) + 1
+    counts = {key: sum(outcome == key for outcome in outcomes.values()) for key in ("passed", "failed", "skipped")}
+    return dict(counts, outcomes=outcomes, classes=classes, idle={node for node in result["idle"] if node in outcomes},
+                seconds=result["seconds"] / share)
+
+
+def _summary(release, columns, totals, h200, gpu_idle=frozenset()):
+    """The release's headline lines: the kwshim share, the GPU match of the device column (and its passes
+    that launched no kernel where the GPU's launched one), the grids."""
     lines = []
     kwshim = next((column for column in totals if column[0] == "kwshim"), None)  # its first grid
     if kwshim is not None:
@@ -387,7 +524,7 @@ def _summary(release, columns, totals, h200):
                      f"{passing} pass{share}; pass here where the H200 fails: {len(wrong)}"
                      + (f" ({', '.join(wrong)})" if wrong else "") + "; not run on the H200: "
                      f"{sum(node not in h200 for node in total['outcomes'])}; {total['seconds']:.0f} s summed "
-                     f"over its files.")
+                     f"over its files." + _idle_line(total, h200, gpu_idle))
     bare = totals.get(("bare", "sequential"))
     for (mode, grid), total in totals.items():
         if bare is not None and mode != "bare":

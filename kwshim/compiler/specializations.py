@@ -150,6 +150,17 @@ def _driver_scope(gpu):
     return Scope(driver_entries(gpu), _LOCK)
 
 
+def read_as_compiled(read, roots):
+    """``read()`` while ``triton.language`` and the helpers of ``roots`` (functions) are as compiled
+    Triton sees them: a ``JITFunction``'s ``cache_key`` walks its globals and refuses kwshim's
+    CPU libdevice functions ("Unsupported function referenced")."""
+    from ..patching import Patch
+
+    with _LOCK, Patch() as patch:
+        _as_compiled_triton_sees_it(patch, roots)
+        return read()
+
+
 def _as_compiled_triton_sees_it(patch, roots):
     """Through ``patch``: ``triton.language`` as it was before the interpreter patched it (a helper
     the interpreter calls patches it and never restores it), and the helpers of ``roots`` (the

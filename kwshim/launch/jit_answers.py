@@ -10,11 +10,9 @@ import failed ("'function' object has no attribute 'fn'").
 
 While the switch is on:
 
-- ``triton.JITFunction`` and ``triton.runtime.JITFunction`` are a subclass of the class whose
-  ``isinstance`` also accepts an interpreted kernel (``JITClass``). ``triton.runtime.jit``'s own name
-  is left: the class's methods read it (``super(JITFunction, self)``), and a subclass there breaks
-  every ``JITFunction`` made before; so torch's ``wrap_triton``, which imports it from there, still
-  refuses an interpreted kernel;
+- an interpreted kernel's ``__class__`` reads as compiled Triton's ``JITFunction``, so
+  ``isinstance(kernel, JITFunction)`` holds under every name the class is imported by
+  (``triton.runtime.jit``'s included: torch's ``wrap_triton``); ``type(kernel)`` is unchanged;
 - an interpreted kernel's missing ``JITFunction`` attributes (``ANSWERED``) are those of a
   ``JITFunction`` made over the same Python function with the same ``@triton.jit`` keywords, made
   at the first such read (an interpreter that drops the keywords, up to 3.3, gives the defaults:
@@ -30,13 +28,14 @@ import weakref
 
 from .. import compat
 
-__all__ = ["install", "InterpretedKernel", "ANSWERED", "JITClass"]
+__all__ = ["install", "InterpretedKernel", "ANSWERED"]
 
 #: The ``JITFunction`` attributes an interpreted kernel answers from its ``JITFunction`` twin.
 ANSWERED = frozenset({"params", "signature", "cache_key", "src", "__globals__", "constexprs", "do_not_specialize",
                       "do_not_specialize_on_alignment", "starting_line_number", "raw_src", "module", "repr",
                       "launch_metadata", "debug", "noinline", "hash"})
 
+_HASHED = frozenset({"cache_key", "hash"})  #: answers that read the hash of the kernel and its helpers
 _TWINS: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()  # Python function -> its JITFunction
 
 
@@ -61,26 +60,24 @@ def _answering(kernel, name):
     """``InterpretedFunction.__getattr__``: a missing ``JITFunction`` attribute, from the twin."""
     if name not in ANSWERED:
         raise AttributeError(f"{type(kernel).__name__!r} object has no attribute {name!r}")
-    return getattr(_twin(kernel), name)
+    twin = _twin(kernel)
+    if name in _HASHED:  # the hash walks the kernel's globals: as compiled Triton sees them, once
+        from ..compiler.specializations import read_as_compiled
+
+        read_as_compiled(lambda: twin.cache_key, [kernel.fn])
+    return getattr(twin, name)
 
 
-class JITClass(type):
-    """The metaclass of the ``JITFunction`` the switch shows: an interpreted kernel is an instance."""
+def _shown_as(jit):
+    """``InterpretedFunction.__getattribute__``: ``__class__`` is ``jit``, so ``isinstance`` (which
+    reads ``__class__`` where the type does not match, as it does for a mock) accepts the kernel as
+    a ``JITFunction`` under every name code imports it by; everything else reads as before."""
+    get = object.__getattribute__
 
-    def __instancecheck__(cls, instance):
-        return isinstance(instance, cls.kwshim_accepts)
+    def __getattribute__(self, name):
+        return jit if name == "__class__" else get(self, name)
 
-    def __subclasscheck__(cls, subclass):
-        return issubclass(subclass, cls.kwshim_accepts)
-
-
-def _shown_class(jit, interpreted):
-    class JITFunction(jit, metaclass=JITClass):
-        __doc__ = jit.__doc__
-        kwshim_accepts = (jit, interpreted)  #: what ``isinstance`` accepts: the two kernel classes
-
-    JITFunction.__module__, JITFunction.__qualname__ = jit.__module__, jit.__qualname__
-    return JITFunction
+    return __getattribute__
 
 
 class InterpretedKernel:
@@ -125,16 +122,11 @@ class InterpretedKernel:
 
 
 def install(patch) -> None:
-    """The ``JITFunction`` class names and the interpreted kernel's answers, through ``patch``."""
-    import sys
-
+    """The interpreted kernel's ``JITFunction`` class and answers, through ``patch``."""
     classes = compat.kernel_classes()
     if classes.interpreted is None:
         return
-    shown = _shown_class(classes.jit, classes.interpreted)
-    for module_name in ("triton", "triton.runtime"):  # not ``triton.runtime.jit``'s own: its methods name it
-        module = sys.modules.get(module_name)
-        if module is not None and getattr(module, "JITFunction", None) is classes.jit:
-            patch.setattr(module, "JITFunction", shown)
+    if "__getattribute__" not in vars(classes.interpreted):
+        patch.setattr(classes.interpreted, "__getattribute__", _shown_as(classes.jit))
     if "__getattr__" not in vars(classes.interpreted):
         patch.setattr(classes.interpreted, "__getattr__", _answering)

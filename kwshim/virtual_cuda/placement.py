@@ -137,12 +137,20 @@ def _generator_class(generator):
 
 
 def factory_names():
-    """The ``torch`` functions documented with a ``device`` argument (39 in torch 2.13)."""
+    """The ``torch`` functions documented with a ``device`` argument, and those whose operator takes
+    one without saying so (``scalar_tensor``, ``normal``'s sizes): 42 in torch 2.13."""
     import torch
+
+    def takes_device(name):
+        try:
+            schemas = torch._C._jit_get_schemas_for_operator("aten::" + name)
+        except RuntimeError:
+            return False
+        return any(argument.name == "device" for schema in schemas for argument in schema.arguments)
 
     return sorted(name for name in dir(torch) if not name.startswith("_") and callable(getattr(torch, name))
                   and not isinstance(getattr(torch, name), type)
-                  and "device (:class:" in (getattr(torch, name).__doc__ or ""))
+                  and ("device (:class:" in (getattr(torch, name).__doc__ or "") or takes_device(name)))
 
 
 def install(patch) -> None:
