@@ -222,6 +222,14 @@ def collect(source, paths, env, per_file, extra=(), per_function=False):
     return sample
 
 
+def run_first(source, paths, per_file, env, extra, limit):
+    """``run_file`` for the first ``per_file`` tests of each of ``paths``, chosen in the process that
+    runs them (``first_tests``): a suite whose test names are drawn at random cannot be run by ids."""
+    env = dict(env, KWSHIM_SUITES_PER_FILE=str(per_file),
+               PYTHONPATH=os.pathsep.join([env.get("PYTHONPATH", ""), os.path.join(ROOT, "measure")]))
+    return run_file(source, paths, list(paths), env, ["-p", "first_tests", *extra], limit)
+
+
 def run_file(source, paths, ids, env, extra, limit):
     """{'passed', 'failed', 'skipped', 'classes', 'outcomes' (node id -> passed/failed/skipped), 'idle' (passed
     tests that launched no Triton kernel, where the run says: kwshim's summary, or the GPU's
@@ -359,11 +367,16 @@ def record_h200(library, options):
     files = options.files or library.test_files(source)
 
     def run(group):
+        extra = library.options + ["-p", "kernel_launches"] + (["-n", str(options.workers)] if options.workers else [])
+        if library.files_per_process > 1:  # chosen where they run: names may be drawn at random
+            result = run_first(source, group, options.per_file, env, extra, options.timeout)
+            print(f"suites: {' '.join(group)}: {len(result['outcomes'])} outcomes in {result['seconds']:.0f} s "
+                  f"{result.get('classes', '')}", file=sys.stderr, flush=True)
+            return result
         ids = collect(source, group, env, options.per_file, library.options, per_function=library.per_function)
         if not ids:
             print(f"suites: nothing collected from {' '.join(group)}", file=sys.stderr)
             return None
-        extra = library.options + ["-p", "kernel_launches"] + (["-n", str(options.workers)] if options.workers else [])
         size = options.chunk or len(ids)  # a process killed at its time limit loses its chunk alone
         parts = [run_file(source, group, ids[start:start + size], env, extra, options.timeout)
                  for start in range(0, len(ids), size)]
@@ -434,6 +447,9 @@ def main(argv=None):
             results, collected = {}, {}
             for mode, grid in columns:
                 extra = library.options + MODES[mode] + (library.bare if mode == "bare" else ["--kwshim-grid", grid])
+                if library.files_per_process > 1:  # chosen where they run: names may be drawn at random
+                    results[mode, grid] = run_first(source, group, options.per_file, env, extra, options.timeout)
+                    continue
                 if mode not in collected:  # once per mode: its grids run the same tests
                     found = collect(source, group, env, options.per_file, library.options + MODES[mode] + selected,
                                     library.per_function)

@@ -225,6 +225,15 @@ def test_a_device_tensor_s_new_tensors_are_on_the_device_unless_another_is_asked
     assert x.new_tensor([0], device="cpu").device.type == "cpu" and x.cpu().new_tensor([0]).device.type == "cpu"
 
 
+def test_factories_that_take_a_device_without_documenting_it_make_device_tensors(device):
+    """``torch.scalar_tensor(1024, device="cuda")`` (FlagGems' ``test_masked_fill.py`` at import) and
+    ``torch.normal(mean, std, size, device=...)``: their operators take a device, their docs do not say."""
+    scalar = torch.scalar_tensor(1024, device="cuda")
+    drawn = torch.normal(0.0, 1.0, (3,), device="cuda")
+    assert (scalar.device.type, drawn.device.type) == ("cuda", "cuda") and scalar.item() == 1024.0
+    assert torch.scalar_tensor(2, device="cpu").device.type == "cpu"
+
+
 def test_a_device_tensor_pickles_and_saves_as_one(device):
     x = torch.randn(3, device="cuda")
     for again in (pickle.loads(pickle.dumps(x)), copy.deepcopy(x)):
