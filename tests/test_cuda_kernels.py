@@ -1,6 +1,8 @@
 """``virtual_cuda/cuda_kernels.py``: an operator on a device tensor runs the kernel a library
 registered for ``CUDA`` (``torch.library``), as a CUDA tensor does; torch's CPU kernel otherwise."""
 
+import importlib
+
 import pytest
 import torch
 import triton
@@ -77,6 +79,57 @@ def test_a_custom_op_for_cuda_alone_and_a_registered_cuda_kernel_run_on_device_t
         assert plus(torch.ones(2)).tolist() == [2.0, 2.0]  # a CPU tensor: the default kernel
         with pytest.raises(NotImplementedError):
             twice_cuda(torch.ones(2))  # no kernel for the CPU, as on a GPU machine
+
+
+@needs_block_loads
+def test_torch_s_wrap_triton_and_triton_op_launch_an_interpreted_kernel_with_the_device_s_tensors():
+    """``wrap_triton`` checks ``isinstance(kernel, triton.runtime.jit.JITFunction)`` and launches through
+    a higher-order operator, which had no rule for a device tensor; a ``triton_op`` (a kernel for every
+    device) ran its body with CPU tensors, and the launch inside refused them."""
+    wrap_triton = getattr(torch.library, "wrap_triton", None)
+    if wrap_triton is None:
+        pytest.skip("this torch has no torch.library.wrap_triton")
+    try:
+        importlib.import_module("torch._inductor.runtime.hints")  # a custom op's call imports it
+    except ImportError as error:
+        pytest.skip(f"torch.library.triton_op beside this Triton: {error}")
+    mutation = importlib.import_module("torch._higher_order_ops.triton_kernel_wrap").triton_kernel_wrapper_mutation
+
+    with kwshim.activate(device="cuda"):
+        @torch.library.triton_op("kwshim_test::shifted_abs", mutates_args={})
+        def shifted_abs(x: torch.Tensor) -> torch.Tensor:
+            out = torch.empty_like(x)
+            wrap_triton(_shifted_abs)[(triton.cdiv(x.numel(), 64),)](x, out, x.numel(), BLOCK=64)
+            return out
+
+        x = torch.tensor([-1.0, 2.0, -3.0], device="cuda")
+        out = torch.empty_like(x)
+        wrap_triton(_shifted_abs)[(1,)](x, out, 3, BLOCK=64)
+        assert out.device.type == "cuda" and out.tolist() == [101.0, 102.0, 103.0]
+        assert shifted_abs(x).tolist() == [101.0, 102.0, 103.0] and shifted_abs(x).device.type == "cuda"
+        assert torch.ops.kwshim_test.shifted_abs(x).tolist() == [101.0, 102.0, 103.0]
+    assert not any("DeviceTensor" in getattr(kind, "__name__", "") for kind in mutation.python_key_table)
+
+
+def test_a_number_reaches_a_library_s_cuda_kernel_as_the_dispatcher_wraps_it():
+    """``x + 1`` is ``aten::add.Tensor(x, 1)`` in ``__torch_dispatch__``; on a GPU the CUDA kernel gets
+    a 0-dim CPU tensor (FlagGems' ``test_equal.py``: "Expected a value of type 'Tensor' for argument
+    'other'")."""
+    seen = []
+
+    def add(x, other, alpha=1):
+        seen.append((other.device.type, other.dim(), other.dtype))
+        return torch.full_like(x, 7.0)
+
+    library = torch.library.Library("aten", "IMPL")
+    library.impl("add.Tensor", add, "CUDA")
+    try:
+        with kwshim.activate(device="cuda"):
+            x = torch.ones(3, device="cuda")
+            assert (x + 1).tolist() == [7.0] * 3 and (x + 2.5).tolist() == [7.0] * 3
+    finally:
+        library._destroy()
+    assert seen[0] == ("cpu", 0, torch.int64) and seen[-1] == ("cpu", 0, torch.float32), seen
 
 
 def test_the_registry_watch_is_undone_with_the_switch():

@@ -16,11 +16,12 @@ what was read, while the device is on); an operator found with one is asked agai
 operator's first use is seen at the next registration through ``torch.library``.
 """
 
+import functools
 import os
 
 import torch
 
-__all__ = ["kernel_for", "install", "CUDA_KEYS"]
+__all__ = ["kernel_for", "install", "wrapped_numbers", "CUDA_KEYS"]
 
 CUDA_KEYS = torch._C.DispatchKeySet(torch._C.DispatchKey.CUDA)
 _TORCH = os.path.dirname(os.path.abspath(torch.__file__)) + os.sep
@@ -29,22 +30,53 @@ _FOUND: dict = {}
 
 
 def kernel_for(func) -> bool:
-    """Whether ``func`` (an ``OpOverload``) has a ``CUDA`` kernel that a library registered."""
+    """Whether ``func`` (an ``OpOverload``) has a kernel a library registered that a CUDA tensor runs."""
     found = _FOUND.get(func)
     if found is None:
         found = _FOUND[func] = _registered(func.name())
     elif found:  # still there (a Library's registrations go when it is collected, which nothing announces)
-        found = _FOUND[func] = torch._C._dispatch_has_kernel_for_dispatch_key(func.name(), "CUDA")
-    return found
+        found = _FOUND[func] = found if torch._C._dispatch_has_kernel_for_dispatch_key(func.name(), found) else ""
+    return bool(found)
 
 
-def _registered(name) -> bool:
-    if not torch._C._dispatch_has_kernel_for_dispatch_key(name, "CUDA"):
-        return False
-    for line in torch._C._dispatch_dump(name).splitlines():
-        if line.startswith("CUDA: registered at "):
-            return not _torch_s_own(line[len("CUDA: registered at "):].split(" :: ")[0])
-    return False
+def wrapped_numbers(func, args, kwargs):
+    """``args`` and ``kwargs`` with each Python number given for a ``Tensor`` parameter made the 0-dim
+    CPU tensor the dispatcher makes of it (``x + 1``: ``aten::add.Tensor(x, 1)``), of the dtype that
+    promotes as a wrapped number does (a float: the default dtype). A redispatch takes no numbers
+    there ("Expected a value of type 'Tensor' for argument 'other'"), and a library's CUDA kernel is
+    handed this tensor on a GPU."""
+    schema = func._schema.arguments
+    numbers = (bool, int, float, complex)
+
+    def tensor_typed(argument):
+        return str(argument.type) == "Tensor"
+
+    if not any(type(value) in numbers for value in (*args, *kwargs.values())):
+        return args, kwargs
+    args = tuple(torch.tensor(value) if type(value) in numbers and index < len(schema) and tensor_typed(schema[index])
+                 else value for index, value in enumerate(args))
+    named = {argument.name: argument for argument in schema}
+    kwargs = {name: torch.tensor(value) if type(value) in numbers and name in named and tensor_typed(named[name])
+              else value for name, value in kwargs.items()}
+    return args, kwargs
+
+
+#: the keys whose kernel a CUDA tensor runs: its own, or one for every device
+_SERVING = ("CUDA", "CompositeExplicitAutograd")
+
+
+def _registered(name) -> str:
+    """The key of a library's kernel that serves ``name`` on CUDA ("" where none does): one registered
+    for ``CUDA``, or for every device (``custom_op``/``triton_op`` without ``device_types``:
+    ``CompositeExplicitAutograd``), whose body then runs with the device's tensors, as with CUDA
+    tensors on a GPU (not with CPU tensors, which a ``wrap_triton`` launch inside refuses)."""
+    lines = torch._C._dispatch_dump(name).splitlines()
+    for key in _SERVING:
+        start = f"{key}{'[alias]' if key.startswith('Composite') else ''}: registered at "
+        line = next((line for line in lines if line.startswith(start)), None)
+        if line is not None and not _torch_s_own(line[len(start):].split(" :: ")[0]):
+            return key
+    return ""
 
 
 #: where torch's registration API registers a library's kernel from (``custom_op``, ``torch.library``)
@@ -74,6 +106,30 @@ def install(patch) -> None:
         if callable(original):
             patch.setattr(library, name, _forgetting(original))
     patch.on_undo(forget)
+    _wrapped_triton(patch)
+
+
+def _wrapped_triton(patch) -> None:
+    """torch's ``wrap_triton`` (and ``triton_op``, which calls it) launches through higher-order
+    operators, which refuse a tensor subclass they have no rule for ("There was no rule registered
+    for HOP triton_kernel_wrapper_mutation and subclass DeviceTensor"): on the device their rule is
+    their own eager one, which launches the kernel with the device tensors, as on a GPU."""
+    from torch._C import DispatchKey
+
+    try:
+        from torch._higher_order_ops import triton_kernel_wrap
+    except ImportError:  # a torch without wrap_triton
+        return
+    from .device_tensor import DeviceTensor
+
+    for name in ("triton_kernel_wrapper_mutation", "triton_kernel_wrapper_functional"):
+        operator = getattr(triton_kernel_wrap, name, None)
+        eager = getattr(operator, "py_kernels", {}).get(DispatchKey.CompositeExplicitAutograd)
+        table = getattr(operator, "python_key_table", None)
+        if eager is None or table is None or DeviceTensor in table:
+            continue
+        table[DeviceTensor] = eager
+        patch.on_undo(functools.partial(table.pop, DeviceTensor, None))
 
 
 def _forgetting(original):

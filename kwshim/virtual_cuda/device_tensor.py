@@ -172,6 +172,7 @@ class DeviceTensor(torch.Tensor):
     def __torch_dispatch__(cls, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}
         if cuda_kernels.kernel_for(func):  # a library's kernel for CUDA: what a CUDA tensor runs
+            args, kwargs = cuda_kernels.wrapped_numbers(func, args, kwargs)
             return func.redispatch(cuda_kernels.CUDA_KEYS, *args, **kwargs)
         if func in _SETS and len(args) > 1 and isinstance(args[1], torch.Tensor) \
                 and isinstance(args[0], DeviceTensor) != isinstance(args[1], DeviceTensor):
