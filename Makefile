@@ -75,6 +75,7 @@ suites: venv
 	$(PY) -m pip install --quiet --disable-pip-version-check -e '.[test,suites]'
 	$(PY) measure/suites.py --page docs/evidence/suites.md
 	-$(PY) measure/suites.py --library fla --releases 3.6.0 --modes device --grids batched --timeout 700 --page docs/evidence/suites.md
+	-$(PY) measure/suites.py --library flaggems --releases 3.6.0 --modes device --grids batched --per-file 2 --jobs 2 --timeout 1800 --page docs/evidence/suites.md
 	-$(PY) measure/suites.py --library triton --releases 3.6.0 --per-file 2 --modes device compile --grids batched --timeout 1800 --page docs/evidence/suites.md
 	-$(PY) measure/suites.py --library triton --releases 3.6.0 --per-file 2 --modes bare device compile --grids batched --timeout 1800 --marker interpreter --page docs/evidence/suites.md
 
