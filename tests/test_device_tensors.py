@@ -234,6 +234,26 @@ def test_factories_that_take_a_device_without_documenting_it_make_device_tensors
     assert torch.scalar_tensor(2, device="cpu").device.type == "cpu"
 
 
+def test_torch_s_default_device_makes_device_tensors_as_it_makes_cuda_tensors():
+    """``with torch.device("cuda"):`` (FlagGems' flash attention tests) and ``set_default_device``:
+    torch's mode hands the device to the factories it knows by identity, which the patched ones are
+    not, so ``torch.randn(3)`` there was a CPU tensor, silently."""
+    with kwshim.activate(device="cuda"):
+        with torch.device("cuda"):
+            made = [torch.randn(3), torch.empty(2), torch.arange(3), torch.tensor([1.0]), torch.zeros(2, device="cpu")]
+        assert [t.device.type for t in made] == ["cuda"] * 4 + ["cpu"] and torch.ones(1).device.type == "cpu"
+        with torch.device("meta"):
+            assert torch.zeros(2).device.type == "meta"
+        torch.set_default_device("cuda")
+        try:
+            assert torch.zeros(2).device.type == "cuda"
+        finally:
+            torch.set_default_device(None)
+        assert torch.zeros(2).device.type == "cpu"
+    with torch.device("meta"):  # torch's own, after the switch
+        assert torch.zeros(2).device.type == "meta"
+
+
 def test_a_device_tensor_pickles_and_saves_as_one(device):
     x = torch.randn(3, device="cuda")
     for again in (pickle.loads(pickle.dumps(x)), copy.deepcopy(x)):

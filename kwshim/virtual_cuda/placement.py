@@ -25,6 +25,8 @@ from .model import device_index
 
 __all__ = ["install", "factory_names", "is_pinned"]
 
+_device = None  #: ``torch.utils._device`` (its ``CURRENT_DEVICE``: torch's default device), set at install
+
 #: the CPU tensors made pinned while the device is on, by id (a tensor's ``==`` is elementwise)
 _pinned: "weakref.WeakValueDictionary" = weakref.WeakValueDictionary()
 
@@ -77,7 +79,13 @@ def _placing(function):
     empty = function.__name__ in poison.EMPTY_FACTORIES
     random = function.__name__ in random_state.RANDOM_FACTORIES
 
+    defaulted = function.__name__ in _DEFAULTED  # takes the default device (``with torch.device("cuda")``)
+
     def placed(*args, **kwargs):
+        if defaulted and kwargs.get("device") is None:
+            default = _default_device()
+            if default is not None:
+                kwargs["device"] = default
         if not kwargs:
             return function(*args)
         target = _target(kwargs.get("device"), index=True)
@@ -153,9 +161,42 @@ def factory_names():
                   and ("device (:class:" in (getattr(torch, name).__doc__ or "") or takes_device(name)))
 
 
-def install(patch) -> None:
-    """The factories, ``Tensor``'s moving methods and ``Tensor.is_cuda``, through ``patch``."""
+def _default_device():
+    """torch's default device where it is not the CPU (``set_default_device``, or a ``with
+    torch.device(...)``, whose mode C++ pushes without setting ``CURRENT_DEVICE``); None otherwise."""
     import torch
+
+    default = _device.CURRENT_DEVICE
+    for index in range(torch._C._len_torch_function_stack()):  # read in place: no mode is popped
+        mode = torch._C._get_function_stack_at(index)
+        if isinstance(mode, _device.DeviceContext):
+            default = mode.device
+    return None if default is None or torch.device(default).type == "cpu" else default
+
+
+#: the factories torch hands the default device (``torch.utils._device``), by name
+_DEFAULTED: "set[str]" = set()
+
+
+def install(patch) -> None:
+    """The factories, ``Tensor``'s moving methods and ``Tensor.is_cuda``, through ``patch``.
+
+    ``with torch.device("cuda")`` and ``torch.set_default_device("cuda")`` set torch's default
+    device, which a function mode hands to the factories it knows by identity: the originals, a set
+    read once (so it is read again after the switch), which the patched factories are not. So the
+    patched ones read the default device themselves; it was the CPU's, silently (FlagGems'
+    ``test_flash_attn_varlen_func.py``)."""
+    import torch
+    from torch.utils import _device as device_module
+
+    global _device
+    _device = device_module
+    constructors = getattr(device_module, "_device_constructors", None)
+    if constructors is not None and not _DEFAULTED:
+        _DEFAULTED.update(getattr(function, "__name__", "") for function in constructors())
+    if hasattr(constructors, "cache_clear"):
+        constructors.cache_clear()
+        patch.on_undo(constructors.cache_clear)
 
     for name in factory_names():
         patch.setattr(torch, name, _placing(getattr(torch, name)))
