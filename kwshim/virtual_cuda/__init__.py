@@ -36,7 +36,7 @@ def install(patch, device: str) -> None:
     device_tensor.install(patch)
     placement.install(patch)
     moves.install(patch)
-    cuda_kernels.install(patch)
+    cuda_kernels.install(patch, device_tensor.DeviceTensor)
     nvidia_smi.install(patch)
     triton_driver.install(patch, H200)
     cpu_refusals.install(patch)

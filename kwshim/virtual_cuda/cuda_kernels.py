@@ -97,8 +97,9 @@ def forget() -> None:
     _FOUND.clear()
 
 
-def install(patch) -> None:
-    """A registration through ``torch.library`` makes the device read the registry again, through ``patch``."""
+def install(patch, tensor_class) -> None:
+    """A registration through ``torch.library`` makes the device read the registry again, and torch's
+    ``wrap_triton`` launches take ``tensor_class`` (the device's tensors), through ``patch``."""
     library = torch.library.Library
     forget()
     for name in ("impl", "_destroy"):
@@ -106,10 +107,10 @@ def install(patch) -> None:
         if callable(original):
             patch.setattr(library, name, _forgetting(original))
     patch.on_undo(forget)
-    _wrapped_triton(patch)
+    _wrapped_triton(patch, tensor_class)
 
 
-def _wrapped_triton(patch) -> None:
+def _wrapped_triton(patch, tensor_class) -> None:
     """torch's ``wrap_triton`` (and ``triton_op``, which calls it) launches through higher-order
     operators, which refuse a tensor subclass they have no rule for ("There was no rule registered
     for HOP triton_kernel_wrapper_mutation and subclass DeviceTensor"): on the device their rule is
@@ -120,16 +121,14 @@ def _wrapped_triton(patch) -> None:
         from torch._higher_order_ops import triton_kernel_wrap
     except ImportError:  # a torch without wrap_triton
         return
-    from .device_tensor import DeviceTensor
-
     for name in ("triton_kernel_wrapper_mutation", "triton_kernel_wrapper_functional"):
         operator = getattr(triton_kernel_wrap, name, None)
         eager = getattr(operator, "py_kernels", {}).get(DispatchKey.CompositeExplicitAutograd)
         table = getattr(operator, "python_key_table", None)
-        if eager is None or table is None or DeviceTensor in table:
+        if eager is None or table is None or tensor_class in table:
             continue
-        table[DeviceTensor] = eager
-        patch.on_undo(functools.partial(table.pop, DeviceTensor, None))
+        table[tensor_class] = eager
+        patch.on_undo(functools.partial(table.pop, tensor_class, None))
 
 
 def _forgetting(original):
