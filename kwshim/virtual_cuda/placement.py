@@ -194,9 +194,10 @@ def install(patch) -> None:
     constructors = getattr(device_module, "_device_constructors", None)
     if constructors is not None and not _DEFAULTED:
         _DEFAULTED.update(getattr(function, "__name__", "") for function in constructors())
-    if hasattr(constructors, "cache_clear"):
-        constructors.cache_clear()
-        patch.on_undo(constructors.cache_clear)
+    cache_clear = getattr(constructors, "cache_clear", None)
+    if cache_clear is not None:
+        cache_clear()
+        patch.on_undo(cache_clear)
 
     for name in factory_names():
         patch.setattr(torch, name, _placing(getattr(torch, name)))
