@@ -112,19 +112,24 @@ def fetch_liger():
     return os.path.dirname(glob.glob(os.path.join(FOLDER, "liger_kernel-*", "test"))[0])
 
 
+def _git_checkout(name, tag, url, hint):
+    """``.suites/<name>-<tag without v>``: a git checkout of ``url`` at ``tag`` (a library whose
+    packages hold no tests), cloned once; ``hint`` says what to put there by hand where git fails."""
+    folder = os.path.join(FOLDER, f"{name}-{tag[1:]}")
+    if not os.path.isdir(os.path.join(folder, "tests")):
+        done = subprocess.run(["git", "clone", "--quiet", "--depth", "1", "--branch", tag, url, folder])
+        if done.returncode:
+            sys.exit(f"suites: no checkout of {name} {tag} in {folder}, and git clone failed: put one there ({hint})")
+    return folder
+
+
 FLA_TAG = "v0.5.2"
 
 
 def fetch_fla():
     """flash-linear-attention's git checkout at ``FLA_TAG`` (its PyPI packages hold no tests)."""
-    folder = os.path.join(FOLDER, "flash-linear-attention-" + FLA_TAG[1:])
-    if not os.path.isdir(os.path.join(folder, "tests")):
-        done = subprocess.run(["git", "clone", "--quiet", "--depth", "1", "--branch", FLA_TAG,
-                               "https://github.com/fla-org/flash-linear-attention", folder])
-        if done.returncode:
-            sys.exit(f"suites: no checkout of flash-linear-attention {FLA_TAG} in {folder}, and git clone failed: "
-                     f"put one there (git clone --branch {FLA_TAG} ...)")
-    return folder
+    return _git_checkout("flash-linear-attention", FLA_TAG, "https://github.com/fla-org/flash-linear-attention",
+                         f"git clone --branch {FLA_TAG} ...")
 
 
 FLAGGEMS_TAG = "v5.0.2"
@@ -132,14 +137,8 @@ FLAGGEMS_TAG = "v5.0.2"
 
 def fetch_flaggems():
     """FlagGems' git checkout at ``FLAGGEMS_TAG`` (its wheels hold no tests)."""
-    folder = os.path.join(FOLDER, "FlagGems-" + FLAGGEMS_TAG[1:])
-    if not os.path.isdir(os.path.join(folder, "tests")):
-        done = subprocess.run(["git", "clone", "--quiet", "--depth", "1", "--branch", FLAGGEMS_TAG,
-                               "https://github.com/flagos-ai/FlagGems", folder])
-        if done.returncode:
-            sys.exit(f"suites: no checkout of FlagGems {FLAGGEMS_TAG} in {folder}, and git clone failed: "
-                     f"put one there (its src/, tests/ and pytest.ini)")
-    return folder
+    return _git_checkout("FlagGems", FLAGGEMS_TAG, "https://github.com/flagos-ai/FlagGems",
+                         "its src/, tests/ and pytest.ini")
 
 
 TRITON_RELEASE = "3.6.0"  # the release whose tests the H200 ran (``measure/outcomes/h200-triton-3.6.0.txt``)
