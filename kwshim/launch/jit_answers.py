@@ -61,8 +61,8 @@ def _answering(kernel, name):
     if name not in ANSWERED:
         raise AttributeError(f"{type(kernel).__name__!r} object has no attribute {name!r}")
     twin = _twin(kernel)
-    if name in _HASHED:  # the hash walks the kernel's globals: as compiled Triton sees them, once
-        from ..compiler.specializations import read_as_compiled
+    if name in _HASHED and getattr(twin, "hash", None) is None:  # its first hash walks the kernel's
+        from ..compiler.specializations import read_as_compiled  # globals: as compiled Triton sees them
 
         read_as_compiled(lambda: twin.cache_key, [kernel.fn])
     return getattr(twin, name)

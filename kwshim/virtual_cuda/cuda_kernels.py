@@ -61,8 +61,10 @@ def wrapped_numbers(func, args, kwargs):
     return args, kwargs
 
 
-#: the keys whose kernel a CUDA tensor runs: its own, or one for every device
-_SERVING = ("CUDA", "CompositeExplicitAutograd")
+#: the keys whose kernel a CUDA tensor runs (its own, or one for every device), with their lines'
+#: start in the dispatcher's dump
+_SERVING = (("CUDA", "CUDA: registered at "),
+            ("CompositeExplicitAutograd", "CompositeExplicitAutograd[alias]: registered at "))
 
 
 def _registered(name) -> str:
@@ -71,8 +73,7 @@ def _registered(name) -> str:
     ``CompositeExplicitAutograd``), whose body then runs with the device's tensors, as with CUDA
     tensors on a GPU (not with CPU tensors, which a ``wrap_triton`` launch inside refuses)."""
     lines = torch._C._dispatch_dump(name).splitlines()
-    for key in _SERVING:
-        start = f"{key}{'[alias]' if key.startswith('Composite') else ''}: registered at "
+    for key, start in _SERVING:
         line = next((line for line in lines if line.startswith(start)), None)
         if line is not None and not _torch_s_own(line[len(start):].split(" :: ")[0]):
             return key

@@ -25,8 +25,6 @@ from .model import device_index
 
 __all__ = ["install", "factory_names", "is_pinned"]
 
-_device = None  #: ``torch.utils._device`` (its ``CURRENT_DEVICE``: torch's default device), set at install
-
 #: the CPU tensors made pinned while the device is on, by id (a tensor's ``==`` is elementwise)
 _pinned: "weakref.WeakValueDictionary" = weakref.WeakValueDictionary()
 
@@ -165,6 +163,7 @@ def _default_device():
     """torch's default device where it is not the CPU (``set_default_device``, or a ``with
     torch.device(...)``, whose mode C++ pushes without setting ``CURRENT_DEVICE``); None otherwise."""
     import torch
+    from torch.utils import _device
 
     default = _device.CURRENT_DEVICE
     for index in range(torch._C._len_torch_function_stack()):  # read in place: no mode is popped
@@ -187,11 +186,9 @@ def install(patch) -> None:
     patched ones read the default device themselves; it was the CPU's, silently (FlagGems'
     ``test_flash_attn_varlen_func.py``)."""
     import torch
-    from torch.utils import _device as device_module
+    from torch.utils import _device
 
-    global _device
-    _device = device_module
-    constructors = getattr(device_module, "_device_constructors", None)
+    constructors = getattr(_device, "_device_constructors", None)
     if constructors is not None and not _DEFAULTED:
         _DEFAULTED.update(getattr(function, "__name__", "") for function in constructors())
     cache_clear = getattr(constructors, "cache_clear", None)
