@@ -94,6 +94,21 @@ def test_an_interpreted_kernel_is_a_jit_function_under_every_name_while_the_swit
         scaled.params
 
 
+def test_a_kwsafe_kernel_stays_interpreted_to_kwshim_while_it_answers_as_a_jit_function():
+    """kwsafe's proxy passes ``__class__`` through, so ``isinstance`` sees a ``JITFunction``; kwshim's own
+    checks must still see the interpreter's kernel (3.2-3.3's autotuner asked a GPU driver for its
+    benchmarker at decoration when they did not: ``kwshim run examples/demo.py`` failed)."""
+    with kwshim.activate():
+        safe = kwshim.kwsafe(scaled)
+        assert isinstance(safe, triton.runtime.JITFunction)
+        assert kwshim.compat.is_interpreted(safe) and kwshim.compat.is_interpreted(scaled)
+        tuned = triton.autotune(configs=[triton.Config({}, num_warps=4)], key=["n"])(safe)
+        x = torch.arange(20, dtype=torch.float32)
+        out = torch.zeros(20)
+        tuned[(2,)](x, out, 20, SCALE=3)
+    assert torch.equal(out, x * 3)
+
+
 def test_only_jit_function_attributes_are_answered():
     with kwshim.activate():
         with pytest.raises(AttributeError, match="no attribute 'not_an_attribute'"):

@@ -9,6 +9,8 @@ import importlib
 import os
 from typing import Any, List, NamedTuple, Optional, Set, Tuple
 
+import wrapt
+
 from ..errors import TritonNotFoundError
 
 __all__ = ["TRITON_DISTRIBUTIONS", "import_triton", "triton_version", "KernelClasses", "kernel_classes",
@@ -112,7 +114,16 @@ def innermost(obj):
 def is_interpreted(obj) -> bool:
     """Whether the kernel at the bottom of ``obj`` is an interpreter kernel."""
     interpreted = kernel_classes().interpreted
-    return interpreted is not None and isinstance(innermost(obj), interpreted)
+    return interpreted is not None and issubclass(own_class(innermost(obj)), interpreted)
+
+
+def own_class(obj) -> type:
+    """``obj``'s class, through kwsafe's proxy. Not ``isinstance``: under the switch an interpreted
+    kernel's ``__class__`` answers compiled Triton's ``JITFunction`` (``launch.jit_answers``), and a
+    proxy's ``__class__`` is its kernel's."""
+    while isinstance(obj, wrapt.ObjectProxy):
+        obj = obj.__wrapped__
+    return type(obj)
 
 
 def kernel_name(kernel):
