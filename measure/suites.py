@@ -344,6 +344,12 @@ def _run_groups(groups, run, jobs):
         yield from pool.map(run, groups)
 
 
+def _cut_short(result):
+    """Whether a pytest process ran past its limit or could not start (every test of it marked failed)."""
+    classes = result.get("classes")
+    return isinstance(classes, dict) and bool({"timeout", "collection"} & set(classes))
+
+
 def record_h200(library, options):
     """The GPU's outcomes for the same sample, printed as ``measure/outcomes/`` holds them: run on a
     GPU machine, with compiled Triton (no ``TRITON_INTERPRET``), each group of files in its own pytest
@@ -379,6 +385,7 @@ def record_h200(library, options):
         size = options.chunk or len(ids)  # a process killed at its time limit loses its chunk alone
         parts = [run_file(source, group, ids[start:start + size], env, extra, options.timeout)
                  for start in range(0, len(ids), size)]
+        parts = [part for part in parts if not _cut_short(part)]  # they tell nothing of the GPU's outcomes
         result = {"outcomes": {key: value for part in parts for key, value in part["outcomes"].items()},
                   "idle": set().union(*(part["idle"] for part in parts)),
                   "seconds": sum(part["seconds"] for part in parts),
@@ -387,13 +394,19 @@ def record_h200(library, options):
               f"{result['seconds']:.0f} s {result.get('classes', '')}", file=sys.stderr, flush=True)
         return result
 
-    for result in _run_groups(_groups(library, files), run, options.jobs):  # each printed as it comes
-        if result is None:
-            continue
-        for node, outcome in sorted(result["outcomes"].items()):
-            print(f"{outcome} {node}", flush=True)
-            if node in result["idle"]:
-                print(f"{IDLE} {node}", flush=True)
+    from concurrent.futures import ThreadPoolExecutor, as_completed
+
+    size = options.files_per_process or library.files_per_process
+    groups = [files[start:start + size] for start in range(0, len(files), size)]
+    with ThreadPoolExecutor(max(1, options.jobs)) as pool:  # each printed as it finishes: a run cut short keeps them
+        for future in as_completed([pool.submit(run, group) for group in groups]):
+            result = future.result()
+            if result is None or _cut_short(result):
+                continue  # they tell nothing of the GPU's outcomes (stderr says which)
+            for node, outcome in sorted(result["outcomes"].items()):
+                print(f"{outcome} {node}", flush=True)
+                if node in result["idle"]:
+                    print(f"{IDLE} {node}", flush=True)
     return 0
 
 
@@ -412,6 +425,8 @@ def main(argv=None):
     parser.add_argument("--h200", action="store_true", help="record the H200's outcomes for the sample (on a GPU)")
     parser.add_argument("--workers", type=int, default=0, help="with --h200: pytest-xdist workers per file")
     parser.add_argument("--chunk", type=int, default=0, help="with --h200: at most this many tests per process")
+    parser.add_argument("--files-per-process", type=int, default=0,
+                        help="with --h200: files per pytest process (default: the library's)")
     parser.add_argument("--jobs", type=int, default=1, help="pytest processes at a time (each a group of files)")
     parser.add_argument("--page", help="rewrite the library's table between its markers on this page "
                                        "(docs/evidence/suites.md)")
