@@ -59,8 +59,10 @@ def test_an_in_place_kernel_on_the_cuda_copy_leaves_the_cpu_reference_as_it_was(
 
 def test_mixing_a_device_tensor_with_a_cpu_tensor_raises_torch_s_own_error(device):
     on_gpu, host = torch.ones(4, device="cuda"), torch.ones(4)
+    parameter = torch.nn.Parameter(torch.ones(4))  # a CPU parameter: a subclass, not a device tensor
     for mixed in (lambda: on_gpu + host, lambda: torch.cat([on_gpu, host]), lambda: host * on_gpu,
-                  lambda: torch.nn.functional.linear(on_gpu[None], torch.ones(3, 4))):
+                  lambda: torch.nn.functional.linear(on_gpu[None], torch.ones(3, 4)), lambda: on_gpu * parameter,
+                  lambda: torch.add(on_gpu, on_gpu, out=torch.empty(4)), lambda: torch.stack((host, on_gpu))):
         with pytest.raises(RuntimeError) as caught:
             mixed()
         assert str(caught.value).startswith("Expected all tensors to be on the same device") \

@@ -34,6 +34,7 @@ import torch
 from torch.utils._pytree import tree_map
 
 from . import cuda_kernels, graphs, poison, random_state
+from .graphs import _CAPTURING
 
 __all__ = ["DeviceTensor", "CUDA0", "adopt", "release", "to_device", "to_host", "host_view", "is_host_copy", "install"]
 
@@ -52,6 +53,8 @@ _MIXING = frozenset(op for op in (
     getattr(_aten.set_, "source_Tensor", None), getattr(_aten.lift_fresh, "default", None),
 ) if op is not None)
 
+
+_LOCAL_SCALAR = getattr(_aten._local_scalar_dense, "default", None)
 
 #: ``set_`` from another tensor, which CUDA refuses across devices (measured: ``parity/device_moves.py``)
 _SETS = frozenset(op for op in (getattr(_aten.set_, "source_Tensor", None),) if op is not None)
@@ -147,12 +150,38 @@ _FP32_SUMS = {op: _summed_as_a_tree(op)
 def _host_operand(args, kwargs):
     """The first CPU tensor among ``args`` and ``kwargs`` (a list's items too) that a CUDA kernel
     refuses beside CUDA tensors: one that is not a device tensor and not 0-dim."""
-    for value in (*args, *kwargs.values()):
-        for item in value if type(value) in (list, tuple) else (value,):
-            if isinstance(item, _PLAIN) and not isinstance(item, DeviceTensor) and item.dim() \
-                    and item.device.type == "cpu":
-                return item
-    return None
+    for value in args:
+        if isinstance(value, _PLAIN):
+            if not isinstance(value, DeviceTensor) and value.dim() and value.device.type == "cpu":
+                return value
+        elif type(value) in (list, tuple):
+            host = _host_operand(value, ())
+            if host is not None:
+                return host
+    return _host_operand(tuple(kwargs.values()), ()) if kwargs else None
+
+
+def _refused(func, host):
+    """torch's own error for a CPU tensor ``host`` given to ``func`` beside device tensors."""
+    return RuntimeError(f"Expected all tensors to be on the same device, but found at least two devices, cuda:0 and "
+                        f"cpu! (kwshim: the virtual CUDA device, in {func}; a tensor of shape {tuple(host.shape)} is "
+                        f"on the CPU: move it with .cuda())")
+
+
+#: operations with nothing of the device's own to do but run on the CPU and hand back device tensors
+_ORDINARY: set = set()
+
+
+def _is_ordinary(func) -> bool:
+    """Whether ``func`` is one of them (remembered): not a copy or indexing that mixes devices, not a
+    set of storage, a sync, an operation CUDA computes otherwise, a draw of random numbers or an
+    empty (the poison)."""
+    special = (func in _MIXING or func in _SETS or func is _LOCAL_SCALAR or func in _CUDA_ONLY
+               or func in _HALF_IN_FP32 or func in _FP32_SUMS or func in poison.EMPTY_OPERATIONS
+               or random_state.is_random(func))
+    if not special:
+        _ORDINARY.add(func)
+    return not special
 
 
 def _wrapped(value):
@@ -171,6 +200,16 @@ class DeviceTensor(torch.Tensor):
     @classmethod
     def __torch_dispatch__(cls, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}
+        if (func in _ORDINARY or _is_ordinary(func)) and not _CAPTURING and not cuda_kernels.kernel_for(func):
+            # the common case, as few steps as it takes (``benchmarks/device_cost.py``): each one costs every operation
+            host = _host_operand(args, kwargs)
+            if host is not None:
+                raise _refused(func, host)
+            with _no_dispatch():
+                out = func._op(*args, **kwargs)  # the OpOverload's own call, one Python frame fewer
+            if type(out) is _PLAIN:
+                return _make(DeviceTensor, out)
+            return tree_map(_wrapped, out) if type(out) in (tuple, list) else out
         if cuda_kernels.kernel_for(func):  # a library's kernel for CUDA: what a CUDA tensor runs
             args, kwargs = cuda_kernels.wrapped_numbers(func, args, kwargs)
             return func.redispatch(cuda_kernels.CUDA_KEYS, *args, **kwargs)
@@ -183,9 +222,7 @@ class DeviceTensor(torch.Tensor):
         if func not in _MIXING:
             host = _host_operand(args, kwargs)
             if host is not None:
-                raise RuntimeError(f"Expected all tensors to be on the same device, but found at least two devices, "
-                                   f"cuda:0 and cpu! (kwshim: the virtual CUDA device, in {func}; a tensor of shape "
-                                   f"{tuple(host.shape)} is on the CPU: move it with .cuda())")
+                raise _refused(func, host)
         if func is _LOCAL_SCALAR:
             graphs.refuse_sync(".item()")  # while a CUDA graph captures
         out = _computed(func, args, kwargs)
@@ -245,9 +282,6 @@ def _computed(func, args, kwargs):
         if func in poison.EMPTY_OPERATIONS and poison.wanted():  # empty_fill="poison"
             poison.poisoned(out)
     return out
-
-
-_LOCAL_SCALAR = getattr(_aten._local_scalar_dense, "default", None)
 
 
 def _rebuild(host, requires_grad):

@@ -19,6 +19,9 @@ loudly ("Torch not compiled with CUDA enabled"), never silently.
 
 import weakref
 
+import torch
+from torch.utils import _device as torch_device
+
 from . import poison, random_state, torch_cuda
 from .device_tensor import DeviceTensor, adopt, is_host_copy, release, to_device, to_host
 from .model import device_index
@@ -42,8 +45,6 @@ def _target(value, index=False):
     """``"cuda"`` for a CUDA device (``index``: an int is a device's index too, as torch reads
     ``device=0``), ``"cpu"`` for the CPU, None for anything else. A device other than the one GPU
     raises."""
-    import torch
-
     if isinstance(value, str):
         try:
             value = torch.device(value)
@@ -61,8 +62,6 @@ def _target(value, index=False):
 
 def _legacy_type(value):
     """A legacy CUDA tensor type (``torch.cuda.FloatTensor``, or its name) as the CPU's."""
-    import torch
-
     if isinstance(value, type(torch.FloatTensor)) and value.__module__ == "torch.cuda":
         return getattr(torch, value.__name__)
     if isinstance(value, str) and value.startswith("torch.cuda."):
@@ -80,15 +79,23 @@ def _placing(function):
     defaulted = function.__name__ in _DEFAULTED  # takes the default device (``with torch.device("cuda")``)
 
     def placed(*args, **kwargs):
-        if defaulted and kwargs.get("device") is None:
-            default = _default_device()
-            if default is not None:
-                kwargs["device"] = default
+        device = kwargs.get("device")
+        if device is None and defaulted:
+            device = _default_device()
+            if device is not None:
+                kwargs["device"] = device
         if not kwargs:
             return function(*args)
-        target = _target(kwargs.get("device"), index=True)
+        target = _TARGETS.get(device) if type(device) in _NAMED else None  # the common names, remembered
+        if target is None:
+            target = _target(device, index=True)
+            if target is not None and type(device) in _NAMED:
+                _TARGETS[device] = target
         if target is not None:
-            kwargs["device"] = "cpu"
+            if torch_device.CURRENT_DEVICE is None and not _modes():  # the CPU is the default: no device to parse
+                del kwargs["device"]
+            else:
+                kwargs["device"] = "cpu"
         pinned = kwargs.get("pin_memory")
         if pinned:
             kwargs["pin_memory"] = False
@@ -145,8 +152,6 @@ def _generator_class(generator):
 def factory_names():
     """The ``torch`` functions documented with a ``device`` argument, and those whose operator takes
     one without saying so (``scalar_tensor``, ``normal``'s sizes): 42 in torch 2.13."""
-    import torch
-
     def takes_device(name):
         try:
             schemas = torch._C._jit_get_schemas_for_operator("aten::" + name)
@@ -162,16 +167,22 @@ def factory_names():
 def _default_device():
     """torch's default device where it is not the CPU (``set_default_device``, or a ``with
     torch.device(...)``, whose mode C++ pushes without setting ``CURRENT_DEVICE``); None otherwise."""
-    import torch
-    from torch.utils import _device
-
-    default = _device.CURRENT_DEVICE
-    for index in range(torch._C._len_torch_function_stack()):  # read in place: no mode is popped
+    default = torch_device.CURRENT_DEVICE
+    modes = _modes()
+    if default is None and not modes:  # the common case, at every factory call
+        return None
+    for index in range(modes):  # read in place: no mode is popped
         mode = torch._C._get_function_stack_at(index)
-        if isinstance(mode, _device.DeviceContext):
+        if isinstance(mode, torch_device.DeviceContext):
             default = mode.device
     return None if default is None or torch.device(default).type == "cpu" else default
 
+
+_modes = torch._C._len_torch_function_stack
+
+#: a device named by a string or a ``torch.device``, and where it sends a tensor (``_target``), once seen
+_NAMED = (str, torch.device)
+_TARGETS: "dict[object, str]" = {}
 
 #: the factories torch hands the default device (``torch.utils._device``), by name
 _DEFAULTED: "set[str]" = set()
@@ -185,10 +196,7 @@ def install(patch) -> None:
     read once (so it is read again after the switch), which the patched factories are not. So the
     patched ones read the default device themselves; it was the CPU's, silently (FlagGems'
     ``test_flash_attn_varlen_func.py``)."""
-    import torch
-    from torch.utils import _device
-
-    constructors = getattr(_device, "_device_constructors", None)
+    constructors = getattr(torch_device, "_device_constructors", None)
     if constructors is not None and not _DEFAULTED:
         _DEFAULTED.update(getattr(function, "__name__", "") for function in constructors())
     cache_clear = getattr(constructors, "cache_clear", None)
