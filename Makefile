@@ -80,12 +80,13 @@ suites: venv
 	-$(PY) measure/suites.py --library triton --releases 3.6.0 --per-file 2 --modes bare device compile --grids batched --timeout 1800 --marker interpreter --page docs/evidence/suites.md
 
 # Liger-Kernel's kernels batched against Triton's loop, torch and the NumPy floor (Triton 3.9.0,
-# Liger from `make suites`' checkout), and the virtual device's cost per torch operation against each
-# mechanism's floor; rewrites docs/evidence/speed.md.
+# Liger from `make suites`' checkout), the virtual device's cost per torch operation against each
+# mechanism's floor, and a tensor-core matmul kernel against torch.matmul; rewrites docs/evidence/speed.md.
 speed: venv .triton/3.9.0/.installed
 	$(PY) -c "import sys; sys.path.insert(0, 'measure'); import suites; suites.LIBRARIES['liger'].fetch()"
 	TRITON_INTERPRET=1 PYTHONPATH=.triton/3.9.0:.suites/liger_kernel-0.8.5/src $(PY) benchmarks/grid_speed.py --page docs/evidence/speed.md
 	TRITON_INTERPRET=1 PYTHONPATH=.triton/3.9.0 $(PY) benchmarks/device_cost.py --page docs/evidence/speed.md
+	TRITON_INTERPRET=1 PYTHONPATH=.triton/3.9.0 $(PY) benchmarks/dot_speed.py --page docs/evidence/speed.md
 
 clean:
 	rm -rf $(VENV) .triton .wrapt .suites .matrix .site *.egg-info

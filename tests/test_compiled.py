@@ -476,3 +476,51 @@ def test_compiled_fp16_rounding_gives_numpy_s_bits_on_random_ties_subnormals_and
                               expected.view(np.uint16).reshape(1, -1))
         grid = values[:compiled.COMPILED_FROM * 2].reshape(2, -1)[:, ::2]  # strided: copied before the loop
         assert np.array_equal(float_to_float(grid, np.float16).view(np.uint16), grid.astype(np.float16).view(np.uint16))
+
+
+@numba_installed
+@pytest.mark.parametrize("kind, step", [("float16", 16), ("bfloat16", 16), ("float8_e4m3fn", 32), ("tf32", 8)])
+def test_the_compiled_tensor_core_dot_gives_the_numpy_steps_bits(kind, step, monkeypatch):
+    """``gpu_arithmetic._chunked_dot`` into an fp32 accumulator: the compiled loop (``compiled_dots``)
+    against the NumPy code, on 3 programs of rows that are not a multiple of 4, K not a multiple of the
+    step, values over a wide range of exponents, signed zeros and infinities, a broadcast accumulator;
+    and a result holding a NaN computed again in NumPy (the same NaN bits)."""
+    import ml_dtypes
+
+    from kwshim.arithmetic import gpu_arithmetic
+
+    rng = np.random.default_rng(7)
+    dtype = {"float16": np.float16, "bfloat16": ml_dtypes.bfloat16, "float8_e4m3fn": ml_dtypes.float8_e4m3fn,
+             "tf32": np.float32}[kind]
+
+    def draw(*shape):
+        values = rng.standard_normal(shape) * np.exp2(rng.integers(-6, 7, shape))
+        values.flat[::17] = 0.0
+        values.flat[5::23] = -0.0
+        values = values.astype(np.float32)
+        if kind == "tf32":
+            values = (values.view(np.uint32) & np.uint32(0xFFFFE000)).view(np.float32)
+        return values.astype(dtype)
+
+    a, b = draw(3, 37, 72), draw(3, 72, 40)
+    d = rng.standard_normal((1, 37, 40)).astype(np.float32)  # broadcast over the programs
+    d[0, 0, :4] = (np.inf, -np.inf, -0.0, 0.0)
+
+    def both(a, b, d):
+        compiled_result = gpu_arithmetic._chunked_dot(a, b, d, step, np.dtype(np.float32))
+        with monkeypatch.context() as patched:
+            patched.setattr(compiled, "stepped_dot_for", lambda size: None)
+            numpy_result = gpu_arithmetic._chunked_dot(a, b, d, step, np.dtype(np.float32))
+        return compiled_result, numpy_result
+
+    calls = []
+    loop = compiled.stepped_dot_for(2 ** 20)
+    monkeypatch.setattr(compiled, "stepped_dot_for", lambda size: calls.append(size) or loop)
+    ours, theirs = both(a, b, d)
+    assert calls and ours.shape == theirs.shape == (3, 37, 40)
+    assert (_bits(ours) == _bits(theirs)).all()
+    assert np.isinf(ours).any()  # the accumulator's infinities went through
+    with_nan = a.copy()
+    with_nan[1, 2, 3] = np.nan
+    ours, theirs = both(with_nan, b, d)
+    assert np.isnan(ours[1, 2]).all() and (_bits(ours) == _bits(theirs)).all()

@@ -37,7 +37,7 @@ import sys
 import numpy as np
 
 from .. import launch_state
-from . import deferred_arithmetic, lane_order
+from . import compiled, deferred_arithmetic, lane_order
 from .approximations import exp2_approximation, exp_approximation, flushed, flushing_approximation, subnormal
 from .fma import fma
 from .numpy_quiet import quiet
@@ -114,7 +114,20 @@ _TF32_MASK = np.uint32(0xFFFFE000)  #: the 10 mantissa bits TF32 keeps
 
 def _chunked_dot(a, b, d, step, accumulator):
     """``a @ b + d``: each step of K summed exactly (fp64), added to the accumulator and rounded to
-    ``accumulator``'s type, as the tensor cores accumulate."""
+    ``accumulator``'s type, as the tensor cores accumulate. An fp32 accumulator's large dots run as
+    one compiled loop (``compiled.stepped_dot_for``) with these bits; a dot where a NaN came out is
+    computed again here, whose NaN it keeps."""
+    if accumulator == np.float32 and a.ndim >= 2 and b.ndim >= 2:
+        loop = compiled.stepped_dot_for(a.size * b.shape[-1])
+        if loop is not None:
+            leading = np.broadcast_shapes(a.shape[:-2], b.shape[:-2], d.shape[:-2])
+            shape = (*leading, a.shape[-2], b.shape[-1])
+            a32, b32, d32 = (np.ascontiguousarray(np.broadcast_to(value, (*leading, *value.shape[-2:])),
+                                                  np.float32).reshape(-1, *value.shape[-2:])
+                             for value in (a, b, np.broadcast_to(d, shape)))
+            out = np.empty(d32.shape, np.float32)
+            if not loop(a32, b32, d32, step, out):  # no NaN on the way
+                return out.reshape(shape)
     a64, b64 = a.astype(np.float64), b.astype(np.float64)
     result = d.astype(accumulator)
     for start in range(0, a.shape[-1], step):
