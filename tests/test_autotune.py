@@ -512,3 +512,34 @@ def test_heuristics_above_and_below_the_autotuner_keep_their_meaning():
         out, launches = torch.zeros(1, dtype=torch.int32), Recorder()
         kernel[launches](out, 6)
     assert int(out[0]) == 207 and launches.slots == [0, 1, 2, 0]
+
+
+def test_first_runs_no_config_of_an_autotuner_whose_own_run_benchmarks_each_config():
+    """FlagGems' ``LibTuner`` overrides ``Autotuner.run``: it times every Config through ``self._bench``
+    and keeps the fastest. Under ``first`` none of them runs on the CPU and the first is chosen (each
+    ran, on every launch of a new key, before); under ``all`` each still runs once, as on a GPU, and
+    ``verify``, which cannot compare Configs it does not see together, says so and runs them so."""
+    if not hasattr(triton.Config, "all_kwargs"):
+        pytest.skip("Config.all_kwargs arrived in 3.0: a tuner of its own, as FlagGems', needs it")
+
+    class OwnRun(triton.runtime.Autotuner):
+        def run(self, *args, **kwargs):
+            self.nargs = dict(zip(self.arg_names, args))  # as LibTuner sets it: Triton's _bench reads it
+            timings = {config: self._bench(*args, config=config, **kwargs) for config in self.configs}
+            self.best_config = min(timings, key=timings.get)
+            return self.fn.run(*args, **kwargs, **self.best_config.all_kwargs())
+
+    import warnings
+
+    for policy, slots in (("first", [0]), ("all", [0, 1, 2, 0]), ("verify", [0, 1, 2, 0])):
+        with kwshim.activate(autotune=policy), warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            kernel = add_n_kernel()
+            tuner = OwnRun(kernel, kernel.arg_names, three_configs(), key=["n"], reset_to_zero=None,
+                           restore_value=None)
+            out, launches = torch.zeros(1, dtype=torch.int32), Recorder()
+            tuner[launches](out, 5)
+        said = [str(w.message) for w in caught if "cannot compare the Configs of OwnRun" in str(w.message)]
+        assert len(said) == (policy == "verify"), (policy, said)  # verify says it once, not per Config
+        assert launches.slots == slots, policy
+        assert tuner.best_config.kwargs["SLOT"] == 0

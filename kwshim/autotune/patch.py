@@ -23,9 +23,11 @@ autotuner); they read the patch in force, ``_active``, which is set and unset th
 ``Patch`` as everything else.
 """
 
+import dataclasses
 import importlib
 import inspect
 import threading
+import warnings
 import weakref
 from typing import Any, Optional
 
@@ -125,6 +127,36 @@ def _run(self, *args, **kwargs):
             stack.pop()
 
 
+def _unrounded(self, args, config, meta):
+    """One Config of an interpreted autotuner whose own ``run`` benchmarks each Config through
+    ``_bench``, without Triton's ``Autotuner.run`` (FlagGems' ``LibTuner``): no round is open. Under
+    ``first`` nothing runs and the Config's place in the autotuner's list orders it (a Config the
+    compile check refuses last), so that the first is chosen, as ``first`` chooses (every Config of
+    the list ran on the CPU before); otherwise the Config runs once, timed on the CPU, as under
+    ``all``. ``verify`` cannot compare Configs it does not see together: it says so, once."""
+    settings = _active.settings
+    if settings.autotune == "first":
+        if settings.compile == "check" and _refused_by_compiler(self, args, config, meta):
+            return _INFINITE
+        configs = list(getattr(self, "configs", ()))
+        return untuned(next((index for index, listed in enumerate(configs) if listed is config), len(configs)))
+    if settings.autotune == "verify" and self not in _UNVERIFIED:
+        _UNVERIFIED.add(self)
+        warnings.warn(f"kwshim: autotune='verify' cannot compare the Configs of {type(self).__name__} over "
+                      f"{compat.kernel_name(compat.innermost(self))}: its own run() tunes without Triton's "
+                      f"Autotuner.run, so its Configs run as under 'all'", stacklevel=3)
+    stack = rounds()
+    stack.append(Round(self, dataclasses.replace(settings, autotune="all")))
+    try:
+        return _bench(self, *args, config=config, **meta)
+    finally:
+        stack.pop()
+
+
+#: the autotuners ``verify`` has said it cannot check (``_unrounded``)
+_UNVERIFIED: "weakref.WeakSet" = weakref.WeakSet()
+
+
 def _verified_run(patch, self, settings, args, kwargs, compiled=False):
     """A launch under ``verify``: a key tuned under another policy is tuned again (set aside while
     this launch runs); after tuning, the tuned launch is compared with one clean launch."""
@@ -186,7 +218,9 @@ def _bench(self, *args, config, **meta):
     patch = _active
     stack = rounds()
     if not stack or stack[-1].autotuner is not self:
-        return patch.original_bench(self, *args, config=config, **meta)
+        if not compat.is_interpreted(self):
+            return patch.original_bench(self, *args, config=config, **meta)
+        return _unrounded(self, args, config, meta)
     current = stack[-1]
     if current.first:  # no tuning: nothing runs, the order picks Config 0 (the first the compiler accepts)
         checked = current.settings.compile == "check" and not current.accepted
