@@ -330,9 +330,10 @@ def _kinds(classes):
     return ", ".join(f"{k} {n}" for k, n in sorted(classes.items()))
 
 
-def _groups(library, files):
-    """The files in the groups that run in one pytest process each."""
-    size = max(1, library.files_per_process)
+def _groups(library, files, size=0):
+    """The files in the groups that run in one pytest process each (``size`` of them, by default the
+    library's)."""
+    size = max(1, size or library.files_per_process)
     return [files[start:start + size] for start in range(0, len(files), size)]
 
 
@@ -396,8 +397,7 @@ def record_h200(library, options):
 
     from concurrent.futures import ThreadPoolExecutor, as_completed
 
-    size = options.files_per_process or library.files_per_process
-    groups = [files[start:start + size] for start in range(0, len(files), size)]
+    groups = _groups(library, files, options.files_per_process)
     with ThreadPoolExecutor(max(1, options.jobs)) as pool:  # each printed as it finishes: a run cut short keeps them
         for future in as_completed([pool.submit(run, group) for group in groups]):
             result = future.result()
@@ -426,7 +426,7 @@ def main(argv=None):
     parser.add_argument("--workers", type=int, default=0, help="with --h200: pytest-xdist workers per file")
     parser.add_argument("--chunk", type=int, default=0, help="with --h200: at most this many tests per process")
     parser.add_argument("--files-per-process", type=int, default=0,
-                        help="with --h200: files per pytest process (default: the library's)")
+                        help="files per pytest process (default: the library's)")
     parser.add_argument("--jobs", type=int, default=1, help="pytest processes at a time (each a group of files)")
     parser.add_argument("--page", help="rewrite the library's table between its markers on this page "
                                        "(docs/evidence/suites.md)")
@@ -476,7 +476,7 @@ def main(argv=None):
                 results[mode, grid] = run_file(source, group, collected[mode], env, extra, options.timeout)
             return results
 
-        groups = _groups(library, files)
+        groups = _groups(library, files, options.files_per_process)
         for group, results in zip(groups, _run_groups(groups, run, options.jobs)):
             for path in group:
                 mine = {column: _of_file(result, path, len(group)) for column, result in results.items()}
