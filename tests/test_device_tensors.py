@@ -451,3 +451,29 @@ def test_empty_fill_poison_is_nan_for_floats_and_the_largest_value_for_integers(
         assert torch.isnan(torch.empty(8, dtype=torch.complex64, device="cuda")).all()
         cpu = torch.zeros(8)
         assert not torch.isnan(torch.empty_like(cpu).zero_()).any()  # the CPU's own tensors are left as they are
+
+
+def test_operations_that_make_tensors_of_their_own_give_device_tensors_as_cuda_does():
+    """``F.one_hot`` makes ``arange(num_classes, self.options())`` in C++ and compares the input with
+    it: on the device that was a CPU tensor, refused beside the device's ("Expected all tensors to
+    be on the same device"); ``torch.vander`` returned its result on the CPU. Run on the host and
+    copied back, each gives the CPU's values on the device, with gradients back to the device."""
+    import torch.nn.functional as F
+
+    original = F.one_hot
+    host = torch.tensor([0.5, -1.0, 2.0, 0.25])
+    with kwshim.activate(device="cuda"):
+        index = torch.tensor([1, 3, 0], device="cuda")
+        x = host.cuda().requires_grad_(True)
+        results = {"one_hot": (F.one_hot(index, 5), F.one_hot(index.cpu(), 5)),
+                   "combinations": (torch.combinations(x.detach()), torch.combinations(host)),
+                   "vander": (torch.vander(x.detach(), 3), torch.vander(host, 3)),
+                   "nanquantile": (x.detach().nanquantile(0.25), host.nanquantile(0.25))}
+        for name, (on_device, on_cpu) in results.items():
+            assert on_device.device.type == "cuda" and torch.equal(on_device.cpu(), on_cpu), name
+        median = torch.quantile(x, torch.tensor([0.5], device="cuda"))
+        median.sum().backward()
+        assert median.device.type == "cuda" and x.grad.device.type == "cuda"
+        assert torch.equal(x.grad.cpu(), torch.tensor([0.5, 0.0, 0.0, 0.5]))  # between 0.25 and 0.5
+        assert F.one_hot is not original
+    assert F.one_hot is original and torch.equal(original(torch.tensor([1]), 2), torch.tensor([[0, 1]]))

@@ -17,7 +17,9 @@ the same GPU, so that a suite written for a GPU runs unedited on the interpreter
 - ``cpu_refusals``: torch's own refusals of CPU tensors lifted where its eager code is the same on
   both devices (``flex_attention``'s backward);
 - ``unused_outputs``: the zeros autograd hands a custom Function's ``backward`` for an output the
-  loss does not use, on the device, as a GPU's are.
+  loss does not use, on the device, as a GPU's are;
+- ``host_composites``: operations that make a tensor of their own from their input's options
+  (``F.one_hot``) run on CPU copies and copied back, as their CUDA tensors would have been.
 
 All of it is set through the switch's ``Patch`` and undone with it. Nothing here is imported
 unless the setting asks for it (torch is needed).
@@ -28,8 +30,8 @@ __all__ = ["install"]
 
 def install(patch, device: str) -> None:
     """Put the virtual ``device`` (``"cuda"``) in place through ``patch``."""
-    from . import (cpu_refusals, cuda_kernels, device_tensor, eager_compile, kernel_arguments, moves, nvidia_smi,
-                   placement, torch_cuda, triton_driver, unused_outputs)
+    from . import (cpu_refusals, cuda_kernels, device_tensor, eager_compile, host_composites, kernel_arguments, moves,
+                   nvidia_smi, placement, torch_cuda, triton_driver, unused_outputs)
     from .model import H200
 
     torch_cuda.install(patch, H200)
@@ -43,3 +45,4 @@ def install(patch, device: str) -> None:
     kernel_arguments.install(patch)
     unused_outputs.install(patch)
     eager_compile.install(patch)
+    host_composites.install(patch)
