@@ -524,3 +524,31 @@ def test_the_compiled_tensor_core_dot_gives_the_numpy_steps_bits(kind, step, mon
     with_nan[1, 2, 3] = np.nan
     ours, theirs = both(with_nan, b, d)
     assert np.isnan(ours[1, 2]).all() and (_bits(ours) == _bits(theirs)).all()
+
+
+@numba_installed
+def test_each_compiled_loop_compiles_once_for_writable_and_read_only_blocks():
+    """numba compiles a loop once per type of its arguments, and a read-only array is another type:
+    the interpreter's blocks come both ways, and on a fresh machine the lane sum compiled three times
+    in four of Liger's test files. Every input goes through ``compiled.read_only``: one signature
+    each, the same bits."""
+    from kwshim.arithmetic import compiled_loops, conversions, lane_order
+
+    layout = lane_order.blocked_layout((1024,), 4, 4)[0]
+    writable = np.random.default_rng(3).standard_normal((64, 1024)).astype(np.float32)
+    frozen = writable.copy()
+    frozen.flags.writeable = False
+    kernel = compiled.lane_sum_kernel()
+    monkeypatch = pytest.MonkeyPatch()
+    monkeypatch.setattr(compiled, "lane_sum_for", lambda size: kernel)  # the generic loop, whatever the size
+    try:
+        sums = [lane_order.reduce_in_lanes((block,), layout, lane_order.added(np.float32))[0]
+                for block in (writable, frozen)]
+    finally:
+        monkeypatch.undo()
+    widened = [conversions.float_to_float(block.astype(np.float16), np.float32) for block in (writable, frozen)]
+    assert _bits(sums[0]).tolist() == _bits(sums[1]).tolist()
+    assert _bits(widened[0]).tolist() == _bits(widened[1]).tolist()
+    assert len(compiled_loops.lane_sum.signatures) == 1
+    assert all(signature[0].mutable is False for signature in compiled_loops.lane_sum.signatures)
+    assert len(compiled_loops.widened_bits.signatures) == 1

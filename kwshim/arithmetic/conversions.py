@@ -133,7 +133,7 @@ def _compiled_rounding(data, rounding_for):
         return None
     source = np.ascontiguousarray(data)
     bits = np.empty(source.shape, np.uint16)
-    if rounding(source.reshape(-1), bits.reshape(-1)):
+    if rounding(compiled.read_only(source.reshape(-1)), bits.reshape(-1)):
         return None
     return bits
 
@@ -146,7 +146,7 @@ def _compiled_widening(data):
         return None
     source = np.ascontiguousarray(data)
     widened = np.empty(source.shape, np.float32)
-    widening(source.view(np.uint16).reshape(-1), widened.reshape(-1), source.dtype == np.float16)
+    widening(compiled.read_only(source.view(np.uint16).reshape(-1)), widened.reshape(-1), source.dtype == np.float16)
     return widened
 
 

@@ -167,6 +167,7 @@ def _compiled_pass(expression):
             kinds.append("full")
             operands.append(np.ascontiguousarray(leaf).reshape(rows, columns))
     out = np.empty((rows, columns), np.float32)
+    operands = [compiled.read_only(operand) if isinstance(operand, np.ndarray) else operand for operand in operands]
     nan = _compiled(expression.tree, tuple(kinds))(out, *operands)
     return out.reshape(shape), nan
 

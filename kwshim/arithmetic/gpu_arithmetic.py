@@ -126,7 +126,7 @@ def _chunked_dot(a, b, d, step, accumulator):
                                                   np.float32).reshape(-1, *value.shape[-2:])
                              for value in (a, b, np.broadcast_to(d, shape)))
             out = np.empty(d32.shape, np.float32)
-            if not loop(a32, b32, d32, step, out):  # no NaN on the way
+            if not loop(compiled.read_only(a32), compiled.read_only(b32), compiled.read_only(d32), step, out):  # no NaN
                 return out.reshape(shape)
     a64, b64 = a.astype(np.float64), b.astype(np.float64)
     result = d.astype(accumulator)

@@ -210,7 +210,7 @@ def _compiled_sum(kernel, shape, product, held_shape, values=None):
         x, y = (np.ascontiguousarray((f if f.shape == shape else np.broadcast_to(f, shape)).reshape(-1, rows),
                                      np.float32) for f in product)  # NumPy's shape helpers: half a small sum's time
     out = np.empty(x.shape[0], np.float32)
-    kernel(x, y, *held_shape, product is not None, out)
+    kernel(compiled.read_only(x), compiled.read_only(y), *held_shape, product is not None, out)
     return out.reshape(shape[:-1])
 
 
@@ -263,7 +263,7 @@ def scan_in_lanes(data, layout, combine):
         if kernel is not None:
             rows = np.ascontiguousarray(data.reshape(-1, data.shape[-1]))
             out = np.empty_like(rows)
-            kernel(rows, *held.shape[-4:], out)
+            kernel(compiled.read_only(rows), *held.shape[-4:], out)
             return out.reshape(data.shape)
         return compiled.in_numpy(_scan_in_numpy, held, combine, data.shape)  # its time counted
     return _scan_in_numpy(held, combine, data.shape)
