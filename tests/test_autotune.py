@@ -525,8 +525,8 @@ def test_first_runs_no_config_of_an_autotuner_whose_own_run_benchmarks_each_conf
     class OwnRun(triton.runtime.Autotuner):
         def run(self, *args, **kwargs):
             self.nargs = dict(zip(self.arg_names, args))  # as LibTuner sets it: Triton's _bench reads it
-            timings = {config: self._bench(*args, config=config, **kwargs) for config in self.configs}
-            self.best_config = min(timings, key=timings.get)
+            self.timings = {config: self._bench(*args, config=config, **kwargs) for config in self.configs}
+            self.best_config = min(self.timings, key=self.timings.get)
             return self.fn.run(*args, **kwargs, **self.best_config.all_kwargs())
 
     import warnings
@@ -543,3 +543,6 @@ def test_first_runs_no_config_of_an_autotuner_whose_own_run_benchmarks_each_conf
         assert len(said) == (policy == "verify"), (policy, said)  # verify says it once, not per Config
         assert launches.slots == slots, policy
         assert tuner.best_config.kwargs["SLOT"] == 0
+        timings = [timing for config in tuner.configs for timing in tuner.timings[config]]
+        assert {type(timing) for timing in timings} == {float}, policy  # FlagGems stores them by type (SQL)
+        assert timings == [0.0] * 3 + [1.0] * 3 + [2.0] * 3, policy  # each Config's place: the first wins

@@ -130,16 +130,18 @@ def _run(self, *args, **kwargs):
 def _unrounded(self, args, config, meta):
     """One Config of an interpreted autotuner whose own ``run`` benchmarks each Config through
     ``_bench``, without Triton's ``Autotuner.run`` (FlagGems' ``LibTuner``): no round is open. Under
-    ``first`` nothing runs and the Config's place in the autotuner's list orders it (a Config the
-    compile check refuses last), so that the first is chosen, as ``first`` chooses (every Config of
-    the list ran on the CPU before); otherwise the Config runs once, timed on the CPU, as under
-    ``all``. ``verify`` cannot compare Configs it does not see together: it says so, once."""
+    ``first`` nothing runs; otherwise the Config runs once on the CPU, as under ``all`` (``verify``
+    cannot compare Configs it does not see together: it says so, once). Either way its timings are
+    its place in the autotuner's list (a Config the compile check refuses: infinite), so that the
+    first is chosen whatever the CPU's clock says, as plain floats: such a tuner may store them
+    (FlagGems' cache writes each timing to SQL by its type, which refused kwshim's ``Timing``)."""
     settings = _active.settings
+    configs = list(getattr(self, "configs", ()))
+    place = float(next((index for index, listed in enumerate(configs) if listed is config), len(configs)))
     if settings.autotune == "first":
         if settings.compile == "check" and _refused_by_compiler(self, args, config, meta):
-            return _INFINITE
-        configs = list(getattr(self, "configs", ()))
-        return untuned(next((index for index, listed in enumerate(configs) if listed is config), len(configs)))
+            return [float("inf")] * 3
+        return [place] * 3
     if settings.autotune == "verify" and self not in _UNVERIFIED:
         _UNVERIFIED.add(self)
         warnings.warn(f"kwshim: autotune='verify' cannot compare the Configs of {type(self).__name__} over "
@@ -148,9 +150,12 @@ def _unrounded(self, args, config, meta):
     stack = rounds()
     stack.append(Round(self, dataclasses.replace(settings, autotune="all")))
     try:
-        return _bench(self, *args, config=config, **meta)
+        timings = _bench(self, *args, config=config, **meta)
     finally:
         stack.pop()
+    if isinstance(timings, (list, tuple)):
+        return [float("inf") if timing == float("inf") else place for timing in timings]
+    return float("inf") if timings == float("inf") else place
 
 
 #: the autotuners ``verify`` has said it cannot check (``_unrounded``)
