@@ -138,3 +138,44 @@ def test_the_registry_watch_is_undone_with_the_switch():
     with kwshim.activate(device="cuda"):
         assert vars(library)["impl"] is not before[0]
     assert (vars(library)["impl"], vars(library)["_destroy"]) == before
+
+
+@needs_block_loads
+@pytest.mark.parametrize("registered", ["while on", "before"])
+def test_a_composite_operator_with_a_cuda_kernel_runs_it_on_device_tensors_before_it_decomposes(registered):
+    """``square`` is torch's composition (``pow(x, 2)``): it decomposed above the device's dispatch,
+    and a library's CUDA kernel for it never ran (FlagGems' ``square`` ran as its ``pow``). On the
+    device it runs now, as on a GPU; CPU tensors keep torch's composition; and with the library's
+    registration gone, or the switch off, everything is torch's again."""
+    calls = []
+
+    def library_square(x):
+        calls.append(x.device.type)
+        out = torch.empty_like(x)
+        _shifted_abs[(triton.cdiv(x.numel(), 64),)](x, out, x.numel(), BLOCK=64)  # |x| + 100: not a square
+        return out
+
+    library = None
+    if registered == "before":
+        library = torch.library.Library("aten", "IMPL")
+        library.impl("square", library_square, "CUDA")
+    try:
+        with kwshim.activate(device="cuda"):
+            if library is None:
+                library = torch.library.Library("aten", "IMPL")
+                library.impl("square", library_square, "CUDA")
+            assert "aten::square" in kwshim.virtual_cuda.cuda_kernels.routed_composites
+            x = torch.tensor([-1.0, 2.0, -3.0], device="cuda", requires_grad=True)
+            y = torch.square(x)
+            assert y.device.type == "cuda" and y.tolist() == [101.0, 102.0, 103.0] and calls == ["cuda"]
+            assert y.grad_fn is None  # below autograd, as a GPU runs a library's kernel with no autograd of its own
+            host = torch.tensor([-1.5, 2.0], requires_grad=True)
+            torch.square(host).sum().backward()  # the CPU's: torch's composition, with its gradient
+            assert host.grad.tolist() == [-3.0, 4.0] and calls == ["cuda"]
+            library._destroy()
+            assert torch.square(x.detach()).tolist() == [1.0, 4.0, 9.0] and calls == ["cuda"]
+        assert not kwshim.virtual_cuda.cuda_kernels.routed_composites
+        assert not torch._C._dispatch_has_kernel_for_dispatch_key("aten::square", "AutogradCPU")
+        assert torch.square(torch.tensor([3.0])).tolist() == [9.0]
+    finally:
+        library._destroy() if hasattr(library, "m") and library.m is not None else None

@@ -14,6 +14,15 @@ registration through ``torch.library`` changes it (``Library.impl`` and ``Librar
 what was read, while the device is on); an operator found with one is asked again at each use (a
 ``Library`` collected takes its registrations along, unannounced). A C++ extension loaded after an
 operator's first use is seen at the next registration through ``torch.library``.
+
+An operator torch implements by composition (``CompositeImplicitAutograd``: ``square`` is ``pow(x,
+2)``, ``kron`` a product of reshaped views) decomposes in torch's autograd layer, before a device
+tensor's dispatch sees it. On a GPU a library's CUDA kernel for it replaces the composition; here
+the composition ran, with the library's kernels for its parts where it had them (FlagGems'
+``square`` computed as its ``pow``: an ulp off torch's ``x * x``, which the GPU's ``square``
+matches). So while the device is on, such an operator with a library's CUDA kernel gets a kernel of
+kwshim's for ``AutogradCPU`` (``_route``): the library's kernel where a device tensor is among its
+arguments, below autograd as on a GPU; torch's composition otherwise.
 """
 
 import functools
@@ -21,7 +30,7 @@ import os
 
 import torch
 
-__all__ = ["kernel_for", "install", "wrapped_numbers", "CUDA_KEYS"]
+__all__ = ["kernel_for", "install", "wrapped_numbers", "CUDA_KEYS", "routed_composites"]
 
 CUDA_KEYS = torch._C.DispatchKeySet(torch._C.DispatchKey.CUDA)
 _TORCH = os.path.dirname(os.path.abspath(torch.__file__)) + os.sep
@@ -99,16 +108,74 @@ def forget() -> None:
 
 
 def install(patch, tensor_class) -> None:
-    """A registration through ``torch.library`` makes the device read the registry again, and torch's
-    ``wrap_triton`` launches take ``tensor_class`` (the device's tensors), through ``patch``."""
+    """A registration through ``torch.library`` makes the device read the registry again, a composite
+    operator with a library's CUDA kernel runs it on ``tensor_class`` (the device's tensors), and
+    torch's ``wrap_triton`` launches take them, through ``patch``."""
     library = torch.library.Library
     forget()
+    routes = _Routes(tensor_class)
     for name in ("impl", "_destroy"):
         original = vars(library).get(name)
         if callable(original):
-            patch.setattr(library, name, _forgetting(original))
+            patch.setattr(library, name, _forgetting(original, routes if name == "impl" else None))
     patch.on_undo(forget)
+    patch.on_undo(routes.close)
+    for qualified in torch._C._dispatch_get_registrations_for_dispatch_key("CUDA"):  # made before the switch
+        if _registered(qualified) == "CUDA":
+            routes.add(qualified)
     _wrapped_triton(patch, tensor_class)
+
+
+#: the composite operators routed while the device is on (``_Routes``), by qualified name
+routed_composites: "set[str]" = set()
+
+
+class _Routes:
+    """kwshim's ``AutogradCPU`` kernels for composite operators with a library's CUDA kernel (see the
+    module's docstring), in ``Library`` objects of kwshim's own, one per namespace, closed with the
+    switch."""
+
+    def __init__(self, tensor_class):
+        self.tensor_class, self.libraries = tensor_class, {}
+
+    def add(self, qualified) -> None:
+        if qualified in routed_composites or "::" not in qualified or \
+                not torch._C._dispatch_has_kernel_for_dispatch_key(qualified, "CompositeImplicitAutograd"):
+            return
+        namespace, name = qualified.split("::", 1)
+        packet, _, overload = name.partition(".")
+        operator = getattr(getattr(getattr(torch.ops, namespace), packet, None), overload or "default", None)
+        if operator is None:
+            return
+        library = self.libraries.get(namespace)
+        if library is None:
+            library = self.libraries[namespace] = _ORIGINAL_LIBRARY[0](namespace, "IMPL")
+        routed_composites.add(qualified)
+        library.impl(name, self._route(operator), "AutogradCPU")
+
+    def _route(self, operator):
+        tensor_class = self.tensor_class
+
+        def route(*args, **kwargs):
+            on_device = any(isinstance(value, tensor_class) or (type(value) in (list, tuple) and any(
+                isinstance(item, tensor_class) for item in value)) for value in (*args, *kwargs.values()))
+            if on_device and kernel_for(operator):  # the library's kernel, as a CUDA tensor runs it
+                args, kwargs = wrapped_numbers(operator, args, kwargs)
+                with torch._C._AutoDispatchBelowAutograd():
+                    return operator.redispatch(CUDA_KEYS, *args, **kwargs)
+            return operator.decompose(*args, **kwargs)  # torch's composition, as without the device
+
+        return route
+
+    def close(self) -> None:
+        for library in self.libraries.values():
+            _ORIGINAL_LIBRARY[1](library)
+        self.libraries.clear()
+        routed_composites.clear()
+
+
+#: ``torch.library.Library`` and its own ``_destroy`` (kwshim's libraries are neither watched nor routed)
+_ORIGINAL_LIBRARY = (torch.library.Library, torch.library.Library._destroy)
 
 
 def _wrapped_triton(patch, tensor_class) -> None:
@@ -132,12 +199,31 @@ def _wrapped_triton(patch, tensor_class) -> None:
         patch.on_undo(functools.partial(table.pop, tensor_class, None))
 
 
-def _forgetting(original):
+def _forgetting(original, routes=None):
+    """``Library.impl`` or ``_destroy`` making the device read the registry again; ``impl`` of a
+    ``CUDA`` kernel routing a composite operator to it (``routes``)."""
     def method(self, *args, **kwargs):
         try:
             return original(self, *args, **kwargs)
         finally:
             forget()
+            if routes is not None and _registers_for_cuda(args, kwargs):
+                routes.add(_qualified(self, args[0] if args else kwargs.get("op_name")))
 
     method.__name__, method.__doc__, method.__wrapped__ = original.__name__, original.__doc__, original
     return method
+
+
+def _registers_for_cuda(args, kwargs) -> bool:
+    """Whether ``Library.impl(op_name, fn, dispatch_key, ...)``'s arguments register for ``CUDA``."""
+    key = args[2] if len(args) > 2 else kwargs.get("dispatch_key", "")
+    return key == "CUDA"
+
+
+def _qualified(library, op_name) -> str:
+    """``op_name`` as ``Library.impl`` takes it (a name, with or without its overload, or an
+    ``OpOverload``) as the dispatcher names it: ``namespace::name[.overload]``."""
+    if isinstance(op_name, torch._ops.OpOverload):
+        return op_name.name()
+    op_name = str(op_name)
+    return op_name if "::" in op_name else f"{library.ns}::{op_name}"
