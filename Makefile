@@ -81,12 +81,14 @@ suites: venv
 
 # Liger-Kernel's kernels batched against Triton's loop, torch and the NumPy floor (Triton 3.9.0,
 # Liger from `make suites`' checkout), the virtual device's cost per torch operation against each
-# mechanism's floor, and a tensor-core matmul kernel against torch.matmul; rewrites docs/evidence/speed.md.
+# mechanism's floor, a tensor-core matmul kernel against torch.matmul, and a fresh runner's first run against
+# a warm one; rewrites docs/evidence/speed.md.
 speed: venv .triton/3.9.0/.installed
 	$(PY) -c "import sys; sys.path.insert(0, 'measure'); import suites; suites.LIBRARIES['liger'].fetch()"
 	TRITON_INTERPRET=1 PYTHONPATH=.triton/3.9.0:.suites/liger_kernel-0.8.5/src $(PY) benchmarks/grid_speed.py --page docs/evidence/speed.md
 	TRITON_INTERPRET=1 PYTHONPATH=.triton/3.9.0 $(PY) benchmarks/device_cost.py --page docs/evidence/speed.md
 	TRITON_INTERPRET=1 PYTHONPATH=.triton/3.9.0 $(PY) benchmarks/dot_speed.py --page docs/evidence/speed.md
+	PYTHONPATH=.triton/3.9.0 $(PY) benchmarks/cold_start.py --page docs/evidence/speed.md
 
 clean:
 	rm -rf $(VENV) .triton .wrapt .suites .matrix .site *.egg-info

@@ -51,13 +51,14 @@ class Library:
     """A suite: where its tests come from, which files run, and the H200's outcomes for them."""
 
     def __init__(self, name, title, files, outcomes, fetch, table="suites", per_function=False, bare=(), options=(),
-                 files_per_process=1):
+                 files_per_process=1, switch=()):
         self.name, self.title, self.files, self.outcomes, self.fetch = name, title, files, outcomes, fetch
         self.marker = table  # its table's markers on the suites page
         self.per_function = per_function  # sample the first tests of each test function, not of each file
         self.bare = list(bare)  # the bare interpreter's own options (Triton's: --device cpu, as upstream runs it)
         self.options = list(options)  # the suite's own options, in every mode and on the GPU (FlagGems' --ref cpu)
         self.files_per_process = files_per_process  # files run together in one pytest process (its start is slow)
+        self.switch = list(switch)  # the kwshim modes' own options for this suite
 
     def test_files(self, source):
         """Its test files in the checkout ``source``, relative to it."""
@@ -176,7 +177,9 @@ LIBRARIES = {
                              table="suites-liger-chunked"),
     "flaggems": Library("flaggems", f"FlagGems {FLAGGEMS_TAG[1:]}'s own tests (`--ref cpu --quick`, as its CI)",
                         ["tests/test_*.py"], f"h100-flaggems-{FLAGGEMS_TAG[1:]}.txt", fetch_flaggems,
-                        table="suites-flaggems", options=["--ref", "cpu", "--quick"], files_per_process=12),
+                        table="suites-flaggems", options=["--ref", "cpu", "--quick"], files_per_process=12,
+                        # its LibTuner times every Config, and a heavy kernel's (grouped_mm, sdpa) ran past 240 s
+                        switch=["--kwshim-autotune", "first"]),
     "triton": Library("triton", f"Triton {TRITON_RELEASE}'s own language tests",
                       [f"{TRITON_TESTS}/test_{name}.py" for name in ("core", "standard", "random", "libdevice")],
                       f"h200-triton-{TRITON_RELEASE}.txt", fetch_triton, table="suites-triton", per_function=True,
@@ -460,7 +463,8 @@ def main(argv=None):
             """{column: result} for the group's files, in one pytest process per column."""
             results, collected = {}, {}
             for mode, grid in columns:
-                extra = library.options + MODES[mode] + (library.bare if mode == "bare" else ["--kwshim-grid", grid])
+                own = library.bare if mode == "bare" else ["--kwshim-grid", grid] + library.switch
+                extra = library.options + MODES[mode] + own
                 if library.files_per_process > 1:  # chosen where they run: names may be drawn at random
                     results[mode, grid] = run_first(source, group, options.per_file, env, extra, options.timeout)
                     continue
