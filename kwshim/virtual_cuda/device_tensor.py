@@ -34,7 +34,7 @@ import torch
 from torch.utils._pytree import tree_map
 
 from . import cuda_kernels, graphs, poison, random_state
-from .graphs import _CAPTURING
+from .graphs import CAPTURING
 
 __all__ = ["DeviceTensor", "CUDA0", "adopt", "release", "to_device", "to_host", "host_view", "is_host_copy", "install"]
 
@@ -200,7 +200,7 @@ class DeviceTensor(torch.Tensor):
     @classmethod
     def __torch_dispatch__(cls, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}
-        if (func in _ORDINARY or _is_ordinary(func)) and not _CAPTURING and not cuda_kernels.kernel_for(func):
+        if (func in _ORDINARY or _is_ordinary(func)) and not CAPTURING and not cuda_kernels.kernel_for(func):
             # the common case, as few steps as it takes (``benchmarks/device_cost.py``): each one costs every operation
             host = _host_operand(args, kwargs)
             if host is not None:
