@@ -26,8 +26,8 @@ import torch
 from .. import launch_state
 from .poison import EMPTY_OPERATIONS
 
-__all__ = ["CUDAGraph", "graph", "capturing", "CAPTURING", "recorded_operation", "refuse_sync", "make_graphed_callables",
-           "install"]
+__all__ = ["CUDAGraph", "graph", "capturing", "CAPTURING", "recorded_operation", "refuse_sync",
+           "make_graphed_callables", "install"]
 
 _CAPTURING: list = []  # the graph capturing now (one at most)
 #: the same list, read in place by every operation on a device tensor (empty: nothing captures)
