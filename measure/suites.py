@@ -70,7 +70,14 @@ class Library:
         return {node: outcome for outcome, node in self._gpu_lines() if outcome != IDLE}
 
     def gpu_idle(self):
-        """The tests the GPU passed that launched no Triton kernel there (``IDLE`` lines)."""
+        """The tests the GPU passed that launched no Triton kernel there (``IDLE`` lines), or None where
+        its outcomes did not count launches (recorded before ``kernel_launches``: no such line can be)."""
+        path = os.path.join(OUTCOMES, self.outcomes)
+        if not os.path.exists(path):
+            return None
+        with open(path) as handle:
+            if not any(line.startswith("#") and f"'{IDLE}'" in line for line in handle):
+                return None
         return {node for outcome, node in self._gpu_lines() if outcome == IDLE}
 
     def _gpu_lines(self):
@@ -519,6 +526,9 @@ def _idle_line(total, gpu, gpu_idle):
     """Of the passes here that launched no Triton kernel, those whose test the GPU passed launching one."""
     if not total["idle"]:
         return " Every pass here launched a Triton kernel."
+    if gpu_idle is None:
+        return (f" {len(total['idle'])} passes here launched no Triton kernel (the GPU's outcomes did not count its "
+                f"launches: which of them launched one there is not known).")
     vacuous = sorted(node for node in total["idle"] if gpu.get(node) == "passed" and node not in gpu_idle)
     return (f" {len(total['idle'])} passes here launched no Triton kernel; of them, {len(vacuous)} launched one on "
             f"the GPU" + (f" ({', '.join(vacuous)})" if vacuous else "") + ".")
