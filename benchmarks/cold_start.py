@@ -23,8 +23,9 @@ FILES = ["test_rms_norm.py", "test_layer_norm.py", "test_cross_entropy.py", "tes
 
 def run(cache):
     """(wall seconds, pytest's last line, kwshim's numba line) of one run with ``cache`` as numba's."""
+    inherited = [os.path.abspath(path) for path in os.environ.get("PYTHONPATH", "").split(os.pathsep) if path]
     env = dict(os.environ, NUMBA_CACHE_DIR=cache, KWSHIM_SUITES_PER_FILE="3", TRITON_INTERPRET="1",
-               PYTHONPATH=os.pathsep.join([os.environ.get("PYTHONPATH", ""), ROOT, os.path.join(ROOT, "measure"),
+               PYTHONPATH=os.pathsep.join([*inherited, ROOT, os.path.join(ROOT, "measure"),
                                            os.path.join(LIGER, "src")]))
     start = time.perf_counter()
     done = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "first_tests",
@@ -32,8 +33,11 @@ def run(cache):
                           cwd=LIGER, env=env, capture_output=True, text=True)
     seconds = time.perf_counter() - start
     lines = done.stdout.strip().splitlines()
+    if not lines or " passed" not in lines[-1]:
+        raise SystemExit(f"kwshim: the Liger run failed, nothing to compare:\n{done.stdout[-1500:]}"
+                         f"{done.stderr[-1500:]}")
     compiled = next((line for line in lines if "numba compiled" in line), "numba compiled nothing")
-    return seconds, lines[-1] if lines else done.stderr[-300:], compiled
+    return seconds, lines[-1], compiled
 
 
 def main():
