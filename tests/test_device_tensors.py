@@ -364,6 +364,24 @@ def test_fp32_softmax_backwards_sum_their_rows_as_exactly_as_cuda(device):
                        .cpu(), torch.ops.aten._log_softmax_backward_data.default(half, out, -1, torch.bfloat16))
 
 
+def test_a_large_fp32_softmax_backward_computed_a_slice_of_rows_at_a_time_gives_the_whole_one_s_bits(device):
+    """Past 2M elements the fp64 backward runs a slice of rows at a time (Liger's 8192x32000 cross
+    entropy: 6 s whole in 2 GB copies, under 1 s sliced): rows are independent, so the bits are the
+    whole computation's, along the last axis and along the first, for both backwards."""
+    generator = torch.Generator().manual_seed(5)
+    for name in ("_log_softmax_backward_data", "_softmax_backward_data"):
+        op = getattr(torch.ops.aten, name).default
+        for shape, dim in (((70, 32001), 1), ((4097, 600), 0), ((3, 700, 1100), -1)):
+            grad = torch.randn(shape, generator=generator)
+            output = torch.randn(shape, generator=generator).log_softmax(dim)
+            if name == "_softmax_backward_data":
+                output = output.exp()
+            whole = op(grad.double(), output.double(), dim, torch.float64).float()
+            on_device = op(grad.cuda(), output.cuda(), dim, torch.float32)
+            assert grad.numel() > 2 ** 21 and on_device.device.type == "cuda"
+            assert torch.equal(on_device.cpu().view(torch.int32), whole.view(torch.int32)), (name, shape, dim)
+
+
 def test_a_matmul_with_out_dtype_runs_on_the_device_as_on_cuda(device):
     a, b = torch.randn(4, 8, dtype=torch.bfloat16), torch.randn(8, 3, dtype=torch.bfloat16)
     with pytest.raises((NotImplementedError, RuntimeError, TypeError)):  # torch's CPU build has no such kernel
