@@ -207,6 +207,13 @@ def _wrapped(value):
     return _make(DeviceTensor, value) if type(value) is _PLAIN else value
 
 
+def _on_device(out):
+    """An operation's result with each plain tensor in it made a device tensor (no copy)."""
+    if type(out) is _PLAIN:
+        return _make(DeviceTensor, out)
+    return tree_map(_wrapped, out) if type(out) in (tuple, list) else out
+
+
 class DeviceTensor(torch.Tensor):
     """A CPU tensor that says it lives on the virtual GPU (``cuda:0``); see the module's docstring."""
 
@@ -219,19 +226,17 @@ class DeviceTensor(torch.Tensor):
     @classmethod
     def __torch_dispatch__(cls, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}
-        if (func in _ORDINARY or _is_ordinary(func)) and not CAPTURING and not cuda_kernels.kernel_for(func):
+        if cuda_kernels.kernel_for(func):  # a library's kernel for CUDA: what a CUDA tensor runs
+            args, kwargs = cuda_kernels.wrapped_numbers(func, args, kwargs)
+            return func.redispatch(cuda_kernels.CUDA_KEYS, *args, **kwargs)
+        if (func in _ORDINARY or _is_ordinary(func)) and not CAPTURING:
             # the common case, as few steps as it takes (``benchmarks/device_cost.py``): each one costs every operation
             host = _host_operand(args, kwargs)
             if host is not None:
                 raise _refused(func, host)
             with _no_dispatch():
                 out = func._op(*args, **kwargs)  # the OpOverload's own call, one Python frame fewer
-            if type(out) is _PLAIN:
-                return _make(DeviceTensor, out)
-            return tree_map(_wrapped, out) if type(out) in (tuple, list) else out
-        if cuda_kernels.kernel_for(func):  # a library's kernel for CUDA: what a CUDA tensor runs
-            args, kwargs = cuda_kernels.wrapped_numbers(func, args, kwargs)
-            return func.redispatch(cuda_kernels.CUDA_KEYS, *args, **kwargs)
+            return _on_device(out)
         if func in _SETS and len(args) > 1 and isinstance(args[1], torch.Tensor) \
                 and isinstance(args[0], DeviceTensor) != isinstance(args[1], DeviceTensor):
             here, there = ("cuda:0", "cpu") if isinstance(args[0], DeviceTensor) else ("cpu", "cuda:0")
@@ -246,11 +251,7 @@ class DeviceTensor(torch.Tensor):
             graphs.refuse_sync(".item()")  # while a CUDA graph captures
         out = _computed(func, args, kwargs)
         graphs.recorded_operation(_computed, func, args, kwargs, out)  # while one captures: its replay computes it
-        if type(out) is _PLAIN:
-            return _make(DeviceTensor, out)
-        if type(out) in (tuple, list):
-            return tree_map(_wrapped, out)
-        return out
+        return _on_device(out)
 
     def get_device(self):
         return 0

@@ -12,6 +12,7 @@ holds each); another such operation still fails loudly, naming kwshim.
 """
 
 import torch
+from torch.utils._pytree import tree_map_only
 
 from .device_tensor import DeviceTensor, to_device, to_host
 
@@ -22,21 +23,13 @@ HOSTED = ((torch.nn.functional, "one_hot"), (torch, "combinations"), (torch, "qu
           (torch.Tensor, "quantile"), (torch.Tensor, "nanquantile"), (torch, "vander"))
 
 
-def _moved(value, move):
-    if isinstance(value, torch.Tensor):
-        return move(value)
-    if type(value) in (list, tuple):
-        return type(value)(_moved(item, move) for item in value)
-    return value
-
-
 def _hosted(function):
     """``function`` run on CPU copies of its device tensors, its results copied onto the device."""
     def on_host(*args, **kwargs):
         if not any(isinstance(value, DeviceTensor) for value in (*args, *kwargs.values())):
             return function(*args, **kwargs)
-        result = function(*_moved(args, to_host), **{name: _moved(value, to_host) for name, value in kwargs.items()})
-        return _moved(result, to_device)
+        args, kwargs = tree_map_only(torch.Tensor, to_host, (args, kwargs))
+        return tree_map_only(torch.Tensor, to_device, function(*args, **kwargs))
 
     on_host.__name__, on_host.__doc__, on_host.__wrapped__ = function.__name__, function.__doc__, function
     return on_host
