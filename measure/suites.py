@@ -35,6 +35,7 @@ import subprocess
 import sys
 import tarfile
 import tempfile
+import threading
 import time
 import xml.etree.ElementTree as ElementTree
 
@@ -179,6 +180,9 @@ LIBRARIES = {
     "fla": Library("fla", "flash-linear-attention v0.5.2's own tests",
                    ["tests/ops/test_gla.py", "tests/ops/test_delta.py", "tests/modules/test_l2norm.py"],
                    "h200-flash_linear_attention-0.5.2.txt", fetch_fla, table="suites-fla"),
+    "liger-whole": Library("liger-whole", "Liger-Kernel 0.8.5's own `test/transformers`, whole files",
+                           ["test/transformers/test_*.py"], "h100-liger_kernel-0.8.5-transformers-whole.txt",
+                           fetch_liger, table="suites-liger-whole"),
     "liger-chunked": Library("liger-chunked", "Liger-Kernel 0.8.5's own `test/chunked_loss`",
                              ["test/chunked_loss/test_*.py"], "h100-liger_kernel-0.8.5-chunked_loss.txt", fetch_liger,
                              table="suites-liger-chunked"),
@@ -382,41 +386,42 @@ def record_h200(library, options):
     print(f"# One line per test: outcome, then the pytest node id; '{IDLE}' too for a pass that launched no kernel.")
     files = options.files or library.test_files(source)
 
+    printing = threading.Lock()
+
+    def report(result):
+        """Print one pytest process's outcomes as soon as it ends: a run cut short keeps them."""
+        if _cut_short(result):
+            return  # they tell nothing of the GPU's outcomes (stderr says which)
+        with printing:
+            for node, outcome in sorted(result["outcomes"].items()):
+                print(f"{outcome} {node}", flush=True)
+                if node in result["idle"]:
+                    print(f"{IDLE} {node}", flush=True)
+
     def run(group):
         extra = library.options + ["-p", "kernel_launches"] + (["-n", str(options.workers)] if options.workers else [])
         if library.files_per_process > 1:  # chosen where they run: names may be drawn at random
             result = run_first(source, group, options.per_file, env, extra, options.timeout)
             print(f"suites: {' '.join(group)}: {len(result['outcomes'])} outcomes in {result['seconds']:.0f} s "
                   f"{result.get('classes', '')}", file=sys.stderr, flush=True)
-            return result
+            report(result)
+            return
         ids = collect(source, group, env, options.per_file, library.options, per_function=library.per_function)
         if not ids:
             print(f"suites: nothing collected from {' '.join(group)}", file=sys.stderr)
-            return None
+            return
         size = options.chunk or len(ids)  # a process killed at its time limit loses its chunk alone
-        parts = [run_file(source, group, ids[start:start + size], env, extra, options.timeout)
-                 for start in range(0, len(ids), size)]
-        parts = [part for part in parts if not _cut_short(part)]  # they tell nothing of the GPU's outcomes
-        result = {"outcomes": {key: value for part in parts for key, value in part["outcomes"].items()},
-                  "idle": set().union(*(part["idle"] for part in parts)),
-                  "seconds": sum(part["seconds"] for part in parts),
-                  "classes": [part["classes"] for part in parts if part["classes"]]}
-        print(f"suites: {' '.join(group)}: {len(ids)} collected, {len(result['outcomes'])} outcomes in "
-              f"{result['seconds']:.0f} s {result.get('classes', '')}", file=sys.stderr, flush=True)
-        return result
+        for start in range(0, len(ids), size):
+            part = run_file(source, group, ids[start:start + size], env, extra, options.timeout)
+            print(f"suites: {' '.join(group)}: tests {start}..{start + len(part['outcomes'])} of {len(ids)}: "
+                  f"{part['seconds']:.0f} s {part.get('classes', '')}", file=sys.stderr, flush=True)
+            report(part)
 
-    from concurrent.futures import ThreadPoolExecutor, as_completed
+    from concurrent.futures import ThreadPoolExecutor
 
-    groups = _groups(library, files, options.files_per_process)
-    with ThreadPoolExecutor(max(1, options.jobs)) as pool:  # each printed as it finishes: a run cut short keeps them
-        for future in as_completed([pool.submit(run, group) for group in groups]):
-            result = future.result()
-            if result is None or _cut_short(result):
-                continue  # they tell nothing of the GPU's outcomes (stderr says which)
-            for node, outcome in sorted(result["outcomes"].items()):
-                print(f"{outcome} {node}", flush=True)
-                if node in result["idle"]:
-                    print(f"{IDLE} {node}", flush=True)
+    with ThreadPoolExecutor(max(1, options.jobs)) as pool:
+        for done in [pool.submit(run, group) for group in _groups(library, files, options.files_per_process)]:
+            done.result()  # an error in the harness itself is raised here
     return 0
 
 

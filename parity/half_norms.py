@@ -4,9 +4,9 @@
 and ``mean`` in fp32 and round each output once; the question is where torch's CPU build computes
 otherwise. Liger's bf16 ``test_liger_layer_norm`` fails on the CPU on its reference alone (the
 weight gradient of torch's ``LayerNorm``). ``tests/test_device_tensors.py`` holds the device's
-results to these bits (``parity/half_norms_h200.json``).
+``layer_norm`` to these bits (``parity/half_norms_h100.json``: an H100, the same Hopper as the H200).
 
-    python -m parity.half_norms > parity/half_norms_h200.json   # on a GPU
+    python -m parity.half_norms > parity/half_norms_h100.json   # on a GPU
     python -m parity.half_norms --cpu                            # torch's CPU build, the same cases
 """
 

@@ -328,6 +328,40 @@ def test_half_precision_log_softmax_rounds_once_as_cuda_with_the_h200_s_bits(dev
     assert widened.dtype == torch.float32 and torch.equal(widened.cpu(), torch.log_softmax(x.float(), 1))
 
 
+def test_half_precision_layer_norm_computes_in_fp32_and_rounds_once_as_cuda(device):
+    """``parity/half_norms.py`` on an H100: the device's bf16/fp16 ``layer_norm`` computes in fp32 and
+    rounds each result once, as CUDA's kernels. Its input, weight and bias gradients are the GPU's
+    bits in all but a thousandth of the elements, each of those within an ulp (an fp32 sum in
+    another order), where torch's CPU build differs in a fifth to two thirds of the input gradient's;
+    the mean and 1/std the backward takes stay fp32, as CUDA's (the CPU's are rounded to bf16)."""
+    from parity import half_norms
+
+    answers = _recorded("half_norms_h100.json")
+    checked = 0
+    for index, case in enumerate(half_norms.CASES):
+        if not case[0].startswith("layer_norm"):
+            continue
+        values = half_norms.inputs(torch, case, index)
+        on_cpu = half_norms.compute(torch, case, *values)  # kwshim leaves the CPU's own tensors alone
+        on_device = half_norms.compute(torch, case, *(value.cuda() for value in values))
+        for place, (mine, cpus, bits, dtype) in enumerate(zip(on_device, on_cpu, answers[index]["bits"],
+                                                              answers[index]["dtypes"])):
+            assert mine.device.type == "cuda" and str(mine.dtype) == dtype, (case, mine.dtype)
+            gpu = half_norms.patterns(torch, bits, dtype).view(mine.dtype).reshape(mine.shape).double()
+            mine = mine.cpu().double()
+            if case[0] == "layer_norm_statistics":  # fp32 statistics, summed in another order than the GPU's
+                assert cpus.dtype == values[0].dtype and float((mine - gpu).abs().max()) < 2.0 ** -18, case
+                continue
+            ulp = torch.finfo(on_device[place].dtype).eps * torch.maximum(mine.abs(), gpu.abs())
+            off = mine != gpu
+            assert int(off.sum()) <= max(2, mine.numel() // 1000), (case, place, int(off.sum()))
+            assert bool(((mine - gpu).abs() <= ulp).all()), (case, place)
+            if case[0] == "layer_norm_backward" and place == 0:
+                assert float((cpus.double() != gpu).double().mean()) > 0.15, case  # the CPU rounds along the way
+            checked += 1
+    assert checked == 12 + 36
+
+
 def _ulps(a, b):
     """Each element's distance in fp32 ulps (of the larger magnitude)."""
     a, b = a.double(), b.double()
