@@ -66,6 +66,11 @@ class Library:
         return sorted(os.path.relpath(path, source) for pattern in self.files
                       for path in glob.glob(os.path.join(source, pattern)))
 
+    @property
+    def gpu(self):
+        """The GPU its outcomes were measured on, as their file is named (``h100-...``: H100)."""
+        return self.outcomes.split("-", 1)[0].upper()
+
     def h200(self):
         """{node id: outcome} as the GPU measured them ({} where none were)."""
         return {node: outcome for outcome, node in self._gpu_lines() if outcome != IDLE}
@@ -515,7 +520,7 @@ def main(argv=None):
                 print(f"[{release}] {row} ({seconds})", flush=True)
         rows.append("| **total** | " + " | ".join(f"{_counts(totals[c])} | {_kinds(totals[c]['classes'])}"
                                                   for c in columns) + " |")
-        lines += _summary(release, columns, totals, h200, library.gpu_idle()) + [""] + rows + [""]
+        lines += _summary(release, columns, totals, h200, library.gpu_idle(), library.gpu) + [""] + rows + [""]
         for (mode, grid), total in totals.items():  # each test's outcome, for comparisons after the run
             with open(os.path.join(FOLDER, f"outcomes-{library.name}-{release}-{mode}-{grid}{suffix}.txt"),
                       "w") as handle:
@@ -551,7 +556,7 @@ def _of_file(result, path, share):
                 seconds=result["seconds"] / share)
 
 
-def _summary(release, columns, totals, h200, gpu_idle=frozenset()):
+def _summary(release, columns, totals, h200, gpu_idle=frozenset(), gpu="H200"):
     """The release's headline lines: the kwshim share, the GPU match of the device column (and its passes
     that launched no kernel where the GPU's launched one), the grids."""
     lines = []
@@ -569,9 +574,9 @@ def _summary(release, columns, totals, h200, gpu_idle=frozenset()):
         passing, ran, wrong = _h200_match(total["outcomes"], h200)
         share = f" ({100 * passing / ran:.1f}%)" if ran else ""
         lines.append(f"**Triton {release}, {'the device' if mode == 'device' else 'the device and the compile check'} "
-                     f"(grid {grid})**: of the {ran} tests here that the H200 passes, "
-                     f"{passing} pass{share}; pass here where the H200 fails: {len(wrong)}"
-                     + (f" ({', '.join(wrong)})" if wrong else "") + "; not run on the H200: "
+                     f"(grid {grid})**: of the {ran} tests here that the {gpu} passes, "
+                     f"{passing} pass{share}; pass here where the {gpu} fails: {len(wrong)}"
+                     + (f" ({', '.join(wrong)})" if wrong else "") + f"; not run on the {gpu}: "
                      f"{sum(node not in h200 for node in total['outcomes'])}; {total['seconds']:.0f} s summed "
                      f"over its files." + _idle_line(total, h200, gpu_idle))
     bare = totals.get(("bare", "sequential"))

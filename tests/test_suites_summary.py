@@ -18,3 +18,14 @@ def test_a_kwshim_column_names_each_test_that_passes_bare_and_not_under_it():
     against = [line for line in lines if "against bare" in line]
     assert against[0].endswith("2 passed, against 2 bare; passing bare and not here: 1 (t::b).\n")
     assert against[1].endswith("3 passed, against 2 bare; passing bare and not here: 0.\n")
+
+
+def test_the_device_column_is_held_to_the_gpu_its_outcomes_file_names():
+    """An outcome file's GPU (``h100-...``) is the one the summary names, with its passes matched test by test."""
+    column = dict(_column({"t::a": "passed", "t::b": "failed", "t::c": "passed"}), idle=set())
+    gpu = {"t::a": "passed", "t::b": "passed", "t::c": "failed"}
+    lines = suites._summary("3.6.0", [("device", "batched")], {("device", "batched"): column}, gpu,
+                            suites.LIBRARIES["flaggems"].gpu_idle(), suites.LIBRARIES["flaggems"].gpu)
+    assert suites.LIBRARIES["flaggems"].gpu == "H100" and suites.LIBRARIES["liger"].gpu == "H200"
+    assert "of the 2 tests here that the H100 passes, 1 pass (50.0%); pass here where the H100 fails: 1 (t::c)" \
+        in lines[0]
