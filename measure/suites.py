@@ -212,6 +212,8 @@ def environment(source, release, cache=None):
     env["TRITON_INTERPRET"] = "1"
     if cache is not None:
         env.setdefault("TRITON_CACHE_DIR", cache)
+        # FlagGems' tuning cache (SQL, in ~/.flaggems): a run's own, not the timings an earlier kwshim stored
+        env.setdefault("FLAGGEMS_CACHE_DIR", os.path.join(cache, "flaggems"))
     return env
 
 

@@ -306,6 +306,55 @@ def test_when_every_config_fails_static_assert_the_launch_fails_as_compiled():
             kernel[GRID](torch.zeros(1, dtype=torch.int32))
 
 
+def test_first_skips_the_configs_whose_top_level_static_assert_fails_without_running_any():
+    """Under ``first`` nothing runs, yet a Config whose ``tl.static_assert`` over its parameters fails
+    is not chosen, as a GPU's compile refuses it (FlagGems' attention asserts ``BLOCK_N <= HEAD_DIM``
+    and lists larger blocks first): through Triton's ``Autotuner.run`` and through a tuner's own
+    ``run`` (FlagGems' ``LibTuner``). The condition may read the launch's arguments; one over a value
+    computed in the kernel is left to the launch."""
+    if not _interpreter_raises_static_assert():
+        pytest.skip("this release's interpreter does not evaluate tl.static_assert")
+
+    @triton.jit
+    def blocked(out_ptr, HEAD: tl.constexpr, BLOCK: tl.constexpr):
+        tl.static_assert(BLOCK <= HEAD)
+        tl.store(out_ptr + tl.arange(0, BLOCK), tl.full((BLOCK,), BLOCK, tl.int32))
+
+    configs = [triton.Config({"BLOCK": block}) for block in (128, 64, 16)]
+    for head, chosen in ((64, 64), (16, 16), (128, 128)):
+        out = torch.zeros(128, dtype=torch.int32)
+        with kwshim.activate(autotune="first"):
+            kernel = triton.autotune(configs=configs, key=["HEAD"])(blocked)
+            kernel[GRID](out, head)
+        assert kernel.best_config.kwargs["BLOCK"] == chosen and int(out[0]) == chosen and int(out[chosen:].sum()) == 0
+
+    class OwnRun(triton.runtime.Autotuner):
+        def run(self, *args, **kwargs):
+            self.nargs = dict(zip(self.arg_names, args))
+            self.timings = {config: self._bench(*args, config=config, **kwargs) for config in self.configs}
+            self.best_config = min(self.timings, key=self.timings.get)
+            return self.fn.run(*args, **kwargs, **self.best_config.all_kwargs())
+
+    if hasattr(triton.Config, "all_kwargs"):
+        out = torch.zeros(128, dtype=torch.int32)
+        with kwshim.activate(autotune="first"):
+            tuner = OwnRun(blocked, ["out_ptr", "HEAD"], configs, key=["HEAD"], reset_to_zero=None, restore_value=None)
+            tuner[GRID](out, HEAD=32)
+        assert tuner.best_config.kwargs["BLOCK"] == 16 and int(out[0]) == 16
+        assert [tuner.timings[config][0] for config in configs] == [float("inf"), float("inf"), 2.0]
+
+    @triton.jit
+    def computed(out_ptr, HEAD: tl.constexpr, BLOCK: tl.constexpr):
+        HALF: tl.constexpr = HEAD // 2
+        tl.static_assert(BLOCK <= HALF)
+        tl.store(out_ptr, BLOCK)
+
+    with kwshim.activate(autotune="first"):  # not read here: the first Config runs and its assertion fails
+        kernel = triton.autotune(configs=configs, key=["HEAD"])(computed)
+        with pytest.raises(Exception):
+            kernel[GRID](torch.zeros(1, dtype=torch.int32), 64)
+
+
 # -- host tensor descriptors (3.4+) ---------------------------------------------------------------
 
 def _tensor_descriptor():

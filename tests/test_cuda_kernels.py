@@ -179,3 +179,54 @@ def test_a_composite_operator_with_a_cuda_kernel_runs_it_on_device_tensors_befor
         assert torch.square(torch.tensor([3.0])).tolist() == [9.0]
     finally:
         library._destroy() if hasattr(library, "m") and library.m is not None else None
+
+
+def test_a_factory_with_a_library_s_cuda_kernel_runs_it_for_a_cuda_device():
+    """FlagGems registers ``arange``, ``zeros``, ``rand``... for ``CUDA``: on a GPU ``torch.zeros(2, 3,
+    device="cuda")`` runs its kernel (23 of FlagGems' sampled tests passed here launching none, where
+    the H100 launched one). On the device the same call runs it, whatever form the size takes; a CPU
+    factory, and one after the library is gone, are torch's own."""
+    calls = []
+
+    def gems_zeros(size, *, dtype=None, layout=None, device=None, pin_memory=None):
+        calls.append(str(device))
+        out = torch.empty(size, dtype=dtype or torch.get_default_dtype(), device=device)
+        _shifted_abs[(triton.cdiv(out.numel(), 64),)](out.fill_(0), out, out.numel(), BLOCK=64)  # 100s: its kernel's
+        return out
+
+    with kwshim.activate(device="cuda"):
+        library = torch.library.Library("aten", "IMPL")
+        try:
+            library.impl("zeros", gems_zeros, "CUDA")
+            for made in (torch.zeros(2, 3, device="cuda"), torch.zeros((2, 3), device="cuda"),
+                         torch.zeros([2, 3], device="cuda", requires_grad=True)):
+                assert made.device.type == "cuda" and made.shape == (2, 3) and made.cpu().eq(100).all()
+            assert calls == ["cuda"] * 3 and made.requires_grad and made.is_leaf
+            assert torch.zeros(2, 3).eq(0).all() and len(calls) == 3  # the CPU's own
+            assert torch.zeros(2, 3, dtype=torch.int64, device="cuda").cpu().eq(100).all() and len(calls) == 4
+        finally:
+            library._destroy()
+        assert torch.zeros(2, 3, device="cuda").cpu().eq(0).all() and len(calls) == 4  # gone: torch's again
+
+
+def test_a_composite_run_on_the_host_runs_a_library_s_cuda_kernel_where_it_has_one():
+    """``torch.quantile`` runs on host copies under the device (its C++ body makes CPU tensors), unless
+    a library registered a CUDA kernel for it (FlagGems): then that kernel runs, as on a GPU."""
+    calls = []
+
+    def gems_quantile(x, q, dim=None, keepdim=False, *, interpolation="linear"):
+        calls.append(x.device.type)
+        return torch.full((), 42.0, device=x.device)
+
+    with kwshim.activate(device="cuda"):
+        x = torch.arange(10.0, device="cuda")
+        q = torch.tensor(0.5, device="cuda")
+        assert torch.quantile(x, q).item() == 4.5 and calls == []  # on the host: torch's
+        library = torch.library.Library("aten", "IMPL")
+        try:
+            library.impl("quantile", gems_quantile, "CUDA")
+            result = torch.quantile(x, q)
+            assert result.device.type == "cuda" and result.item() == 42.0 and calls == ["cuda"]
+        finally:
+            library._destroy()
+        assert torch.quantile(x, q).item() == 4.5 and calls == ["cuda"]

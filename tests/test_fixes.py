@@ -418,6 +418,34 @@ def _clamped_below(x_ptr, out_ptr):
     tl.store(out_ptr + tl.arange(0, 4), tl.maximum(x, _dtype_min(x.type.element_ty)) + _is_half(x.dtype))
 
 
+@triton.jit
+def _bound_of(dtype):
+    if dtype is tl.int64:  # FlagGems' randperm: identity, of the values inside constexprs in compiled Triton
+        return 64
+    elif dtype is not tl.int32:
+        return 0
+    else:
+        return 32
+
+
+@triton.jit
+def _bounds(x_ptr, y_ptr, out_ptr):
+    tl.store(out_ptr, _bound_of(x_ptr.dtype.element_ty))
+    tl.store(out_ptr + 1, _bound_of(y_ptr.dtype.element_ty))
+
+
+def test_is_compares_the_dtype_a_jitted_helper_is_handed_as_the_compiler_compares_it():
+    """A helper handed a ``tl.dtype`` gets a constexpr (as compiled Triton hands it), and ``dtype is
+    tl.int64`` compares the dtype inside, as the code generator unwraps both sides: FlagGems'
+    ``randperm`` raised its own "Unknown dtype" here, and passes on the H100."""
+    if not kwshim.compat.module_wide_builder():
+        pytest.skip("2.x: its interpreter runs a kernel's Python as Python (not rewritten)")
+    out = torch.zeros(2, dtype=torch.int32)
+    with kwshim.activate():
+        _bounds[(1,)](torch.zeros(1, dtype=torch.int64), torch.zeros(1, dtype=torch.int32), out)
+    assert out.tolist() == [64, 32]
+
+
 @needs_block_loads
 @pytest.mark.skipif(not kwshim.compat.module_wide_builder(),
                     reason="2.x: its interpreter takes no Python float into tl.maximum")

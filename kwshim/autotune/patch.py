@@ -9,7 +9,8 @@ interpreted kernels:
   not at all (``first``). Nothing is restored between runs: Triton's own hooks (``reset_to_zero``,
   ``restore_value``, pre/post hooks) do what they do on a GPU;
 - a Config whose run fails a ``tl.static_assert`` gets an infinite time, as compiled Triton gives a
-  Config that fails to compile;
+  Config that fails to compile; under ``first``, where nothing runs, the assertions at the top of
+  the kernel that read only its parameters are evaluated for each Config (``static_asserts``);
 - ``check_disk_cache`` (3.4-3.8 crash on interpreted stacks): caching off, as 3.9 does;
 - 3.2-3.3 ask a GPU driver for a benchmarker at decoration: the Autotuner gets kwshim's instead;
 - tuning launches run one at a time (``_TUNING_LOCK``): an autotuner's cache and ``best_config``
@@ -34,6 +35,7 @@ from typing import Any, Optional
 from .. import compat
 from ..errors import AutotuneSideEffectError, ConfigDivergenceError
 from ..patching import Patch
+from . import static_asserts
 from .rounds import Round, cpu_bench, failed_static_assert, module_bench, rounds, untuned
 from ..snapshot import reachable_tensors
 from .verify import Verification, capturing
@@ -139,7 +141,8 @@ def _unrounded(self, args, config, meta):
     configs = list(getattr(self, "configs", ()))
     place = float(next((index for index, listed in enumerate(configs) if listed is config), len(configs)))
     if settings.autotune == "first":
-        if settings.compile == "check" and _refused_by_compiler(self, args, config, meta):
+        if static_asserts.refuses(compat.innermost(self), args, config, meta) or \
+                (settings.compile == "check" and _refused_by_compiler(self, args, config, meta)):
             return [float("inf")] * 3
         return [place] * 3
     if settings.autotune == "verify" and self not in _UNVERIFIED:
@@ -228,8 +231,9 @@ def _bench(self, *args, config, **meta):
         return _unrounded(self, args, config, meta)
     current = stack[-1]
     if current.first:  # no tuning: nothing runs, the order picks Config 0 (the first the compiler accepts)
-        checked = current.settings.compile == "check" and not current.accepted
-        if checked and _refused_by_compiler(self, args, config, meta):
+        checked = current.settings.compile == "check"
+        if not current.accepted and (static_asserts.refuses(compat.innermost(self), args, config, meta) or
+                                     (checked and _refused_by_compiler(self, args, config, meta))):
             current.next_order()
             return _INFINITE  # a tuple, as ``untuned``'s: the autotuner compares them
         current.accepted = True

@@ -14,6 +14,8 @@ test process). Compiled Triton lowers them (``code_generator.visit_BoolOp``, ``v
   value; ``"pairwise"`` (up to 3.3) — two values only (a chain of three is refused), both
   evaluated, a tensor's method with the other;
 - ``not x``: a tensor's ``__not__`` (compiled Triton's ``not_``); Python's ``not`` otherwise;
+- ``a is b``, ``a is not b``: of the values inside constexprs (``dtype is tl.int64`` in a helper
+  handed the dtype, a constexpr as compiled Triton hands it: FlagGems' ``randperm``);
 - ``a < b < c``: refused where compiled Triton refuses it (up to 3.8); 3.9's compiler and
   interpreter both run a chain;
 - ``x if test else y`` with a block as the test: refused, as the compiler refuses it;
@@ -30,7 +32,8 @@ import ast
 import builtins
 import sys
 
-__all__ = ["GLOBAL", "Operators", "uses_operators", "bool_op", "not_", "conditional", "min_max", "chained_comparison"]
+__all__ = ["GLOBAL", "Operators", "uses_operators", "identity", "bool_op", "not_", "conditional", "min_max",
+           "chained_comparison"]
 
 #: the global name a rewritten kernel reaches this module by
 GLOBAL = "__kwshim_operators__"
@@ -82,6 +85,10 @@ class Operators:
     def visit_Compare(self, node):
         from .. import compat
 
+        if len(node.ops) == 1 and isinstance(node.ops[0], (ast.Is, ast.IsNot)):
+            node = self.generic_visit(node)
+            return ast.copy_location(_call("identity", [node.left, node.comparators[0],
+                                                        ast.Constant(value=isinstance(node.ops[0], ast.IsNot))]), node)
         if len(node.ops) > 1 and compat.chained_comparisons_refused():
             return ast.copy_location(_call("chained_comparison", []), self.generic_visit(node))
         if hasattr(super(), "visit_Compare"):  # 3.9's interpreter runs a chain as its compiler does
@@ -93,7 +100,7 @@ def uses_operators(tree) -> bool:
     """Whether a kernel's AST holds anything ``Operators`` rewrites."""
     return any(isinstance(node, (ast.BoolOp, ast.IfExp))
                or isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not)
-               or isinstance(node, ast.Compare) and len(node.ops) > 1
+               or isinstance(node, ast.Compare) and (len(node.ops) > 1 or isinstance(node.ops[0], (ast.Is, ast.IsNot)))
                or isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in ("min", "max")
                for node in ast.walk(tree))
 
@@ -102,6 +109,15 @@ def _is_tensor(value) -> bool:
     import triton.language as tl
 
     return isinstance(value, tl.tensor)
+
+
+def identity(left, right, negated):
+    """``left is right`` (``is not``: ``negated``) of the values inside constexprs, as compiled
+    Triton's ``visit_Compare`` unwraps them."""
+    import triton.language as tl
+
+    left, right = (value.value if isinstance(value, tl.constexpr) else value for value in (left, right))
+    return (left is not right) if negated else (left is right)
 
 
 def bool_op(method, *thunks):

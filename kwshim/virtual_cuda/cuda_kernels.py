@@ -30,7 +30,7 @@ import os
 
 import torch
 
-__all__ = ["kernel_for", "install", "wrapped_numbers", "CUDA_KEYS", "routed_composites"]
+__all__ = ["kernel_for", "install", "wrapped_numbers", "CUDA_KEYS", "routed_composites", "serves", "factory_kernel"]
 
 CUDA_KEYS = torch._C.DispatchKeySet(torch._C.DispatchKey.CUDA)
 _TORCH = os.path.dirname(os.path.abspath(torch.__file__)) + os.sep
@@ -46,6 +46,42 @@ def kernel_for(func) -> bool:
     elif found:  # still there (a Library's registrations go when it is collected, which nothing announces)
         found = _FOUND[func] = found if torch._C._dispatch_has_kernel_for_dispatch_key(func.name(), found) else ""
     return bool(found)
+
+
+def serves(name) -> bool:
+    """Whether a library's CUDA kernel serves some overload of ``aten::name`` (read once per name, as
+    ``kernel_for``): a factory's (``arange``, ``zeros``) or a composite's (``quantile``)."""
+    served = _SERVED.get(name)
+    if served is None:
+        packet = getattr(torch.ops.aten, name, None)
+        overloads = packet.overloads() if packet is not None else ()
+        served = _SERVED[name] = any(kernel_for(getattr(packet, overload)) for overload in overloads)
+    return served
+
+
+#: name -> whether a library's CUDA kernel serves some overload of ``aten::name`` (``serves``)
+_SERVED: dict = {}
+
+
+def factory_kernel(name, args, kwargs):
+    """The overload of the factory ``aten::name`` that these arguments call, where a library's CUDA
+    kernel serves it (FlagGems' ``arange``, ``zeros``, ``rand``: a GPU's ``torch.zeros(n,
+    device="cuda")`` runs them); else None. ``args`` and ``kwargs`` as the call gives them, with its
+    ``"cuda"`` device; a size given as several numbers (``zeros(2, 3)``) is the one list the
+    operator takes."""
+    if not serves(name) or "out" in kwargs or "names" in kwargs:
+        return None
+    packet = getattr(torch.ops.aten, name)
+    for given in (args, (tuple(args),) if args and all(type(value) is int for value in args) else None):
+        if given is None:
+            continue
+        try:
+            overload = torch._C._jit_resolve_packet(f"aten::{name}", *given, **kwargs)
+        except RuntimeError:  # no overload takes them so: torch's own factory decides
+            continue
+        operator = getattr(packet, overload)
+        return (operator, given) if kernel_for(operator) else None
+    return None
 
 
 def wrapped_numbers(func, args, kwargs):
@@ -105,6 +141,7 @@ def _torch_s_own(where) -> bool:
 def forget() -> None:
     """Read every operator's registrations again at its next use."""
     _FOUND.clear()
+    _SERVED.clear()
 
 
 def install(patch, tensor_class) -> None:

@@ -14,6 +14,7 @@ holds each); another such operation still fails loudly, naming kwshim.
 import torch
 from torch.utils._pytree import tree_map_only
 
+from . import cuda_kernels
 from .device_tensor import DeviceTensor, to_device, to_host
 
 __all__ = ["install", "HOSTED"]
@@ -25,8 +26,11 @@ HOSTED = ((torch.nn.functional, "one_hot"), (torch, "combinations"), (torch, "qu
 
 def _hosted(function):
     """``function`` run on CPU copies of its device tensors, its results copied onto the device."""
+    name = function.__name__
+
     def on_host(*args, **kwargs):
-        if not any(isinstance(value, DeviceTensor) for value in (*args, *kwargs.values())):
+        if not any(isinstance(value, DeviceTensor) for value in (*args, *kwargs.values())) \
+                or cuda_kernels.serves(name):  # a library's CUDA kernel for it runs, as on a GPU
             return function(*args, **kwargs)
         args, kwargs = tree_map_only(torch.Tensor, to_host, (args, kwargs))
         return tree_map_only(torch.Tensor, to_device, function(*args, **kwargs))

@@ -22,7 +22,7 @@ import weakref
 import torch
 from torch.utils import _device as torch_device
 
-from . import poison, random_state, torch_cuda
+from . import cuda_kernels, poison, random_state, torch_cuda
 from .device_tensor import DeviceTensor, adopt, is_host_copy, release, to_device, to_host
 from .model import device_index
 
@@ -77,6 +77,7 @@ def _placing(function):
     random = function.__name__ in random_state.RANDOM_FACTORIES
 
     defaulted = function.__name__ in _DEFAULTED  # takes the default device (``with torch.device("cuda")``)
+    name = function.__name__
 
     def placed(*args, **kwargs):
         device = kwargs.get("device")
@@ -91,6 +92,10 @@ def _placing(function):
             target = _target(device, index=True)
             if target is not None and type(device) in _NAMED:
                 _TARGETS[device] = target
+        if target == "cuda" and cuda_kernels.serves(name):
+            made = _library_made(name, args, kwargs)
+            if made is not None:
+                return made
         if target is not None:
             if torch_device.CURRENT_DEVICE is None and not _modes():  # the CPU is the default: no device to parse
                 del kwargs["device"]
@@ -113,6 +118,20 @@ def _placing(function):
 
     placed.__name__, placed.__doc__, placed.__wrapped__ = function.__name__, function.__doc__, function
     return placed
+
+
+def _library_made(name, args, kwargs):
+    """The tensor a library's CUDA kernel for the factory ``name`` makes for this call, on the device
+    (a GPU runs it: FlagGems' ``arange``, a Triton launch into a tensor it asks ``"cuda"`` for); None
+    where no library kernel serves the call."""
+    given = {key: value for key, value in kwargs.items() if key != "requires_grad"}
+    found = cuda_kernels.factory_kernel(name, args, given)
+    if found is None:
+        return None
+    operator, args = found
+    made = operator(*args, **given)
+    made = made if isinstance(made, DeviceTensor) else adopt(made)
+    return made.requires_grad_() if kwargs.get("requires_grad") else made
 
 
 def _keeping_device(method):
