@@ -2,7 +2,8 @@
 (every ``torch`` function documented with a ``device`` argument: ``randn``, ``empty``, ``tensor``,
 ``arange``, ``*_like``, ...), ``Tensor.new_*`` and ``Tensor.type`` with a legacy CUDA type make
 their tensor on the CPU and hand it back as a device tensor, for a ``"cuda"``/``"cuda:0"``/``0``/
-``torch.device("cuda")`` device; ``Tensor.to`` and ``Tensor.cuda()`` copy a CPU tensor onto the
+``torch.device("cuda")`` device (a factory a library registered a ``CUDA`` kernel for runs that
+kernel: ``cuda_kernels``); ``Tensor.to`` and ``Tensor.cuda()`` copy a CPU tensor onto the
 device, and ``.cpu()`` / ``.to("cpu")`` copy a device tensor back, as across the bus. Modules'
 ``.cuda()`` and ``.to("cuda")`` go through them. ``torch.Generator("cuda")`` is CUDA's (``random_state``).
 
@@ -73,11 +74,10 @@ def _placing(function):
     """``function`` making a ``"cuda"`` ``device=`` tensor on the CPU and handing it back as a device
     tensor; a ``"cpu"`` one a CPU tensor (``zeros_like(x, device="cpu")`` of a device tensor);
     ``pin_memory`` remembered."""
-    empty = function.__name__ in poison.EMPTY_FACTORIES
-    random = function.__name__ in random_state.RANDOM_FACTORIES
-
-    defaulted = function.__name__ in _DEFAULTED  # takes the default device (``with torch.device("cuda")``)
     name = function.__name__
+    empty = name in poison.EMPTY_FACTORIES
+    random = name in random_state.RANDOM_FACTORIES
+    defaulted = name in _DEFAULTED  # takes the default device (``with torch.device("cuda")``)
 
     def placed(*args, **kwargs):
         device = kwargs.get("device")
@@ -92,7 +92,7 @@ def _placing(function):
             target = _target(device, index=True)
             if target is not None and type(device) in _NAMED:
                 _TARGETS[device] = target
-        if target == "cuda" and cuda_kernels.serves(name):
+        if target == "cuda" and cuda_kernels.serves(name):  # a library's CUDA kernel for it, as on a GPU
             made = _library_made(name, args, kwargs)
             if made is not None:
                 return made
