@@ -465,7 +465,8 @@ def main(argv=None):
     suffix = f"-{options.marker}" if options.marker else ""
     lines = [f"{evidence.stamp('make suites')} {library.title}"
              + (f" marked `{options.marker}`" if options.marker else "")
-             + f", the first {options.per_file} tests of each {unit}, on the CPU interpreter"
+             + (f", the first {options.per_file} tests of each {unit}" if options.per_file else ", whole files")
+             + ", on the CPU interpreter"
              + (f" (bare: `{' '.join(library.bare)}`)." if library.bare and "bare" in options.modes else "."), ""]
     cache = tempfile.TemporaryDirectory(prefix="kwshim-suites-triton-cache-")  # a run's own: no stale entries
     for release in options.releases:
