@@ -52,7 +52,7 @@ class Library:
     """A suite: where its tests come from, which files run, and the H200's outcomes for them."""
 
     def __init__(self, name, title, files, outcomes, fetch, table="suites", per_function=False, bare=(), options=(),
-                 files_per_process=1, switch=()):
+                 files_per_process=1, switch=(), alone=()):
         self.name, self.title, self.files, self.outcomes, self.fetch = name, title, files, outcomes, fetch
         self.marker = table  # its table's markers on the suites page
         self.per_function = per_function  # sample the first tests of each test function, not of each file
@@ -60,6 +60,7 @@ class Library:
         self.options = list(options)  # the suite's own options, in every mode and on the GPU (FlagGems' --ref cpu)
         self.files_per_process = files_per_process  # files run together in one pytest process (its start is slow)
         self.switch = list(switch)  # the kwshim modes' own options for this suite
+        self.alone = set(alone)  # files run in a process of their own (one past its limit loses no other file)
 
     def test_files(self, source):
         """Its test files in the checkout ``source``, relative to it."""
@@ -195,7 +196,9 @@ LIBRARIES = {
                         ["tests/test_*.py"], f"h100-flaggems-{FLAGGEMS_TAG[1:]}.txt", fetch_flaggems,
                         table="suites-flaggems", options=["--ref", "cpu", "--quick"], files_per_process=12,
                         # its LibTuner times every Config, and a heavy kernel's (grouped_mm, sdpa) ran past 240 s
-                        switch=["--kwshim-autotune", "first"]),
+                        switch=["--kwshim-autotune", "first"],
+                        # its kernel runs its programs one by one here (past 240 s); the H100 fails both tests
+                        alone=["tests/test_grouped_mm.py"]),
     "triton": Library("triton", f"Triton {TRITON_RELEASE}'s own language tests",
                       [f"{TRITON_TESTS}/test_{name}.py" for name in ("core", "standard", "random", "libdevice")],
                       f"h200-triton-{TRITON_RELEASE}.txt", fetch_triton, table="suites-triton", per_function=True,
@@ -353,9 +356,11 @@ def _kinds(classes):
 
 def _groups(library, files, size=0):
     """The files in the groups that run in one pytest process each (``size`` of them, by default the
-    library's)."""
+    library's); each of the library's ``alone`` files in a process of its own."""
     size = max(1, size or library.files_per_process)
-    return [files[start:start + size] for start in range(0, len(files), size)]
+    together = [path for path in files if path not in library.alone]
+    return [together[start:start + size] for start in range(0, len(together), size)] + \
+        [[path] for path in files if path in library.alone]
 
 
 def _run_groups(groups, run, jobs):

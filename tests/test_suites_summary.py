@@ -29,3 +29,13 @@ def test_the_device_column_is_held_to_the_gpu_its_outcomes_file_names():
     assert suites.LIBRARIES["flaggems"].gpu == "H100" and suites.LIBRARIES["liger"].gpu == "H200"
     assert "of the 2 tests here that the H100 passes, 1 pass (50.0%); pass here where the H100 fails: 1 (t::c)" \
         in lines[0]
+
+
+def test_a_library_s_slow_file_runs_in_a_process_of_its_own():
+    """A file past its limit loses only itself: FlagGems' ``test_grouped_mm.py`` ran past 240 s and
+    took the 11 files of its group along."""
+    library = suites.LIBRARIES["flaggems"]
+    files = [f"tests/test_{name}.py" for name in ("a", "grouped_mm", "b", "c")]
+    assert suites._groups(library, files, 2) == [["tests/test_a.py", "tests/test_b.py"], ["tests/test_c.py"],
+                                                 ["tests/test_grouped_mm.py"]]
+    assert suites._groups(suites.LIBRARIES["liger"], files, 2) == [files[:2], files[2:]]
