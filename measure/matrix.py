@@ -119,6 +119,10 @@ def run_row(release, wrapt_folder=None, independent=True):
     tail = out.strip().splitlines()[-1] if out.strip() else err.strip()[-300:]
     if processes["switch"].returncode != 0:
         tail += " | switch run: " + (switch_out.strip().splitlines() or [switch_err[-300:]])[-1]
+    failures = counts.pop("names") + switch_counts.pop("names")
+    if failures:  # which tests: a CI log must say (the counts alone sent the reader to rerun the row)
+        more = f" and {len(failures) - 10} more" if len(failures) > 10 else ""
+        tail += " | failed: " + ", ".join(failures[:10]) + more
     return {
         "triton": release,
         "wrapt": report.get("wrapt") or "?",
@@ -130,7 +134,8 @@ def run_row(release, wrapt_folder=None, independent=True):
 
 
 def _junit_counts(path):
-    counts = {"passed": 0, "failed": 0, "skipped": 0}
+    """The run's passed, failed and skipped counts, and the names of the tests that failed."""
+    counts = {"passed": 0, "failed": 0, "skipped": 0, "names": []}
     if not os.path.exists(path):
         return counts
     root = ElementTree.parse(path).getroot()
@@ -141,6 +146,8 @@ def _junit_counts(path):
         counts["failed"] += failed
         counts["skipped"] += skipped
         counts["passed"] += tests - skipped - failed
+        counts["names"] += [f"{case.get('classname', '')}::{case.get('name', '')}" for case in suite.iter("testcase")
+                            if case.find("failure") is not None or case.find("error") is not None]
     return counts
 
 

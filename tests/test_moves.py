@@ -8,6 +8,8 @@ import torch
 
 import kwshim
 
+from ._subprocess import dynamo_runs
+
 
 @pytest.fixture
 def device():
@@ -25,6 +27,8 @@ def test_data_assignment_moves_a_cpu_tensor_onto_the_device_and_keeps_it_the_sam
 
 def test_liger_s_weight_data_assignment_gives_a_device_parameter_its_module_and_optimizer_still_hold(device):
     """Liger's chunked-loss tests: ``lin.weight.data = torch.randn(V, H, device="cuda")``."""
+    if not dynamo_runs():  # an optimizer's constructor imports Dynamo; whether it imported hung on test order
+        pytest.skip("torch's optimizers import Dynamo, which does not import beside this Triton (2.x)")
     lin = torch.nn.Linear(3, 2, bias=False)
     weight = lin.weight
     optimizer = torch.optim.SGD(lin.parameters(), lr=1.0)
