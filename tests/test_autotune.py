@@ -40,6 +40,16 @@ def tune(kernel, configs=THREE, **hooks):
     return triton.autotune(configs=configs, key=[], **hooks)(kernel)
 
 
+class _OwnRun(triton.runtime.Autotuner):
+    """A tuner with its own ``run``, as FlagGems' ``LibTuner``: every Config timed through ``self._bench``."""
+
+    def run(self, *args, **kwargs):
+        self.nargs = dict(zip(self.arg_names, args))  # as LibTuner sets it: Triton's _bench reads it
+        self.timings = {config: self._bench(*args, config=config, **kwargs) for config in self.configs}
+        self.best_config = min(self.timings, key=self.timings.get)
+        return self.fn.run(*args, **kwargs, **self.best_config.all_kwargs())
+
+
 # -- all: the GPU's side effects ----------------------------------------------------------------
 
 def test_all_accumulates_as_a_gpu_does_without_reset_to_zero():
@@ -328,17 +338,10 @@ def test_first_skips_the_configs_whose_top_level_static_assert_fails_without_run
             kernel[GRID](out, head)
         assert kernel.best_config.kwargs["BLOCK"] == chosen and int(out[0]) == chosen and int(out[chosen:].sum()) == 0
 
-    class OwnRun(triton.runtime.Autotuner):
-        def run(self, *args, **kwargs):
-            self.nargs = dict(zip(self.arg_names, args))
-            self.timings = {config: self._bench(*args, config=config, **kwargs) for config in self.configs}
-            self.best_config = min(self.timings, key=self.timings.get)
-            return self.fn.run(*args, **kwargs, **self.best_config.all_kwargs())
-
     if hasattr(triton.Config, "all_kwargs"):
         out = torch.zeros(128, dtype=torch.int32)
         with kwshim.activate(autotune="first"):
-            tuner = OwnRun(blocked, ["out_ptr", "HEAD"], configs, key=["HEAD"], reset_to_zero=None, restore_value=None)
+            tuner = _OwnRun(blocked, ["out_ptr", "HEAD"], configs, key=["HEAD"], reset_to_zero=None, restore_value=None)
             tuner[GRID](out, HEAD=32)
         assert tuner.best_config.kwargs["BLOCK"] == 16 and int(out[0]) == 16
         assert [tuner.timings[config][0] for config in configs] == [float("inf"), float("inf"), 2.0]
@@ -571,24 +574,17 @@ def test_first_runs_no_config_of_an_autotuner_whose_own_run_benchmarks_each_conf
     if not hasattr(triton.Config, "all_kwargs"):
         pytest.skip("Config.all_kwargs arrived in 3.0: a tuner of its own, as FlagGems', needs it")
 
-    class OwnRun(triton.runtime.Autotuner):
-        def run(self, *args, **kwargs):
-            self.nargs = dict(zip(self.arg_names, args))  # as LibTuner sets it: Triton's _bench reads it
-            self.timings = {config: self._bench(*args, config=config, **kwargs) for config in self.configs}
-            self.best_config = min(self.timings, key=self.timings.get)
-            return self.fn.run(*args, **kwargs, **self.best_config.all_kwargs())
-
     import warnings
 
     for policy, slots in (("first", [0]), ("all", [0, 1, 2, 0]), ("verify", [0, 1, 2, 0])):
         with kwshim.activate(autotune=policy), warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
             kernel = add_n_kernel()
-            tuner = OwnRun(kernel, kernel.arg_names, three_configs(), key=["n"], reset_to_zero=None,
-                           restore_value=None)
+            tuner = _OwnRun(kernel, kernel.arg_names, three_configs(), key=["n"], reset_to_zero=None,
+                            restore_value=None)
             out, launches = torch.zeros(1, dtype=torch.int32), Recorder()
             tuner[launches](out, 5)
-        said = [str(w.message) for w in caught if "cannot compare the Configs of OwnRun" in str(w.message)]
+        said = [str(w.message) for w in caught if "cannot compare the Configs of _OwnRun" in str(w.message)]
         assert len(said) == (policy == "verify"), (policy, said)  # verify says it once, not per Config
         assert launches.slots == slots, policy
         assert tuner.best_config.kwargs["SLOT"] == 0
