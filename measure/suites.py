@@ -429,11 +429,8 @@ def record_h200(library, options):
                   f"{part['seconds']:.0f} s {part.get('classes', '')}", file=sys.stderr, flush=True)
             report(part)
 
-    from concurrent.futures import ThreadPoolExecutor
-
-    with ThreadPoolExecutor(max(1, options.jobs)) as pool:
-        for done in [pool.submit(run, group) for group in _groups(library, files, options.files_per_process)]:
-            done.result()  # an error in the harness itself is raised here
+    for _ in _run_groups(_groups(library, files, options.files_per_process), run, options.jobs):
+        pass  # each process's outcomes were printed as it ended (an error in the harness itself is raised here)
     return 0
 
 

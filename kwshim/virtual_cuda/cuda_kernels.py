@@ -66,15 +66,14 @@ _SERVED: dict = {}
 def factory_kernel(name, args, kwargs):
     """For a factory that ``serves`` names, the overload of ``aten::name`` that these arguments call,
     where a library's CUDA kernel serves it (FlagGems' ``arange``, ``zeros``, ``rand``: a GPU's
-    ``torch.zeros(n, device="cuda")`` runs them); else None. ``args`` and ``kwargs`` as the call gives them, with its
-    ``"cuda"`` device; a size given as several numbers (``zeros(2, 3)``) is the one list the
-    operator takes."""
+    ``torch.zeros(n, device="cuda")`` runs them); else None. ``args`` and ``kwargs`` as the call
+    gives them, with its ``"cuda"`` device; a size given as several numbers (``zeros(2, 3)``) is the
+    one list the operator takes."""
     if "out" in kwargs or "names" in kwargs:
         return None
     packet = getattr(torch.ops.aten, name)
-    for given in (args, (tuple(args),) if args and all(type(value) is int for value in args) else None):
-        if given is None:
-            continue
+    forms = [args] + ([(tuple(args),)] if args and all(type(value) is int for value in args) else [])
+    for given in forms:
         try:
             overload = torch._C._jit_resolve_packet(f"aten::{name}", *given, **kwargs)
         except RuntimeError:  # no overload takes them so: torch's own factory decides
