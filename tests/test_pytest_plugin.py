@@ -293,3 +293,52 @@ def test_the_summary_counts_the_passed_tests_that_launched_no_kernel_and_an_opti
 def test_kwshim_no_kernel_without_kwshim_is_a_usage_error(tmp_path):
     done = run_pytest(tmp_path, "--kwshim-no-kernel")
     assert done.returncode == 4 and "--kwshim-no-kernel needs --kwshim" in done.stderr, done.stderr[-2000:]
+
+
+THREAD_TESTS = textwrap.dedent("""
+    import os
+    import torch
+
+    def test_threads():
+        assert torch.get_num_threads() == int(os.environ["EXPECTED_THREADS"]), torch.get_num_threads()
+""")
+
+
+def _outside_xdist(**extra):
+    """A subprocess's environment with none of an outer xdist worker's variables (this run's own)."""
+    env = environment(**extra)
+    for name in ("PYTEST_XDIST_WORKER", "PYTEST_XDIST_WORKER_COUNT", "OMP_NUM_THREADS"):
+        env.pop(name, None)
+    env.update(extra)
+    return env
+
+
+def test_each_xdist_worker_takes_its_share_of_the_cores_for_torch_and_a_users_own_count_wins(tmp_path):
+    """Two workers on this machine: torch gets ``cores // 2`` threads in each (at least one), not
+    every core twice over; ``OMP_NUM_THREADS`` given by the user is left as it is."""
+    pytest.importorskip("xdist")
+    (tmp_path / "test_threads.py").write_text(THREAD_TESTS)
+    shared = str(max(1, len(os.sched_getaffinity(0)) // 2))
+    own = "2" if shared == "1" else "1"
+    for extra in ({"EXPECTED_THREADS": shared}, {"EXPECTED_THREADS": own, "OMP_NUM_THREADS": own}):
+        done = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--kwshim", "-n", "2",
+                               "test_threads.py"], capture_output=True, text=True, cwd=tmp_path,
+                              env=_outside_xdist(**extra), timeout=300)
+        assert done.returncode == 0 and "1 passed" in done.stdout, done.stdout[-2000:] + done.stderr[-2000:]
+
+
+def test_share_cores_divides_the_cores_among_the_workers_only_in_a_worker():
+    from kwshim.doors.worker_threads import share_cores
+
+    class Torch:
+        threads = None
+
+        def set_num_threads(self, count):
+            self.threads = count
+
+    assert share_cores({}, cores=8) is None  # not a worker
+    environ = {"PYTEST_XDIST_WORKER_COUNT": "3"}
+    assert share_cores(environ, cores=8) == 2 and environ["OMP_NUM_THREADS"] == "2"
+    torch = Torch()
+    assert share_cores({"PYTEST_XDIST_WORKER_COUNT": "4"}, cores=2, loaded=torch) == 1 and torch.threads == 1
+    assert share_cores({"PYTEST_XDIST_WORKER_COUNT": "2", "OMP_NUM_THREADS": "5"}, cores=8) is None

@@ -8,7 +8,8 @@ setting of ``settings.FIELDS`` is ``--kwshim-NAME`` and the ini key ``kwshim_NAM
 line wins, then the ini file, then ``KWSHIM_NAME`` and the default). Start-up problems are written
 when the session starts (pytest captures stderr while plugins start, so a printed line is lost).
 Under ``grid="batched"`` or ``"check"`` the terminal summary says how many launches ran batched and
-which kernels fell back to the loop, and why, gathered from every xdist worker too.
+which kernels fell back to the loop, and why, gathered from every xdist worker too. Each xdist
+worker takes its share of the machine's cores for torch's threads (``worker_threads``).
 """
 
 import os
@@ -106,7 +107,9 @@ def pytest_load_initial_conftests(early_config, parser, args):
                                     f"kwshim is off and {'it does' if one else 'they do'} nothing)")
         return
     os.environ.setdefault("TRITON_INTERPRET", "1")
-    from . import preflight
+    from . import preflight, worker_threads
+
+    worker_threads.share_cores(loaded=sys.modules.get("torch"))  # before the switch loads torch
 
     try:
         problems = preflight.start_up_problems()
