@@ -24,6 +24,41 @@ def print_record(results, **options):
     print(json.dumps(record, **options))
 
 
+def on_device(compute, argv=None, flag="--kwshim"):
+    """``compute()`` as it runs: on a GPU, or with ``flag`` among ``argv`` (``sys.argv``) under the
+    virtual CUDA device, where its ``"cuda"`` tensors are kwshim's."""
+    import sys
+
+    if flag not in (sys.argv if argv is None else argv):
+        return compute()
+    import kwshim
+
+    with kwshim.activate(device="cuda"):
+        return compute()
+
+
+def print_device_record(results):
+    """The ``main`` of a script whose ``results()`` runs its cases on ``"cuda"``: on a GPU, or with
+    ``--kwshim`` under the virtual device; prints them as JSON with the Triton and torch releases."""
+    import json
+
+    import torch
+    import triton
+
+    found = on_device(results)
+    print(json.dumps({"triton": triton.__version__, "torch": torch.__version__, "results": found}, sort_keys=True))
+
+
+def digest(tensor):
+    """The first 16 hex digits of the SHA-256 of a tensor's bytes: a large result's bits, compared."""
+    import hashlib
+
+    import torch
+
+    flat = tensor.detach().cpu().contiguous().reshape(-1)
+    return hashlib.sha256(flat.view(torch.uint8).numpy().tobytes()).hexdigest()[:16]
+
+
 def packed_bits(tensor, as_type):
     """A result's bit patterns (``as_type``: ``torch.int16`` or ``torch.int32``), base64 of their
     little-endian bytes: a large result's record in a third of the JSON a list of ints takes."""

@@ -10,6 +10,8 @@ holds the virtual device to it.
 import json
 import sys
 
+from parity import on_device
+
 
 def steps():
     """[(step, bytes allocated since the start)]; every tensor asked for on "cuda"."""
@@ -62,14 +64,7 @@ def steps():
 
 
 def main(argv):
-    if "--virtual" in argv:
-        import kwshim
-
-        with kwshim.activate(device="cuda"):
-            seen = steps()
-    else:
-        seen = steps()
-    json.dump(seen, sys.stdout, indent=1)
+    json.dump(on_device(steps, argv, flag="--virtual"), sys.stdout, indent=1)
     print()
 
 

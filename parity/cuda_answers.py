@@ -8,7 +8,8 @@ kernels: device indices, legacy tensor types, streams, generators, the version, 
 """
 
 import json
-import sys
+
+from parity import on_device
 
 
 def _answer(call):
@@ -73,14 +74,7 @@ def answers():
 
 
 def main():
-    if "--virtual" in sys.argv:
-        import kwshim
-
-        with kwshim.activate(device="cuda"):
-            found = answers()
-    else:
-        found = answers()
-    print(json.dumps(found, indent=1))
+    print(json.dumps(on_device(answers, flag="--virtual"), indent=1))
 
 
 if __name__ == "__main__":

@@ -11,20 +11,12 @@ equal the GPU's, the kernel computes as the GPU does, and the xfail is a matter 
     TRITON_INTERPRET=1 python -m parity.liger_add_rms_norm --kwshim            # anywhere: under the device
 """
 
-import hashlib
-import json
-import sys
+from parity import digest, print_device_record
+
 
 SEEDS = range(24)
 SHAPE = (5, 123, 123)
 NAMES = ("h", "r", "dw", "dh", "dr")
-
-
-def _digest(tensor):
-    import torch
-
-    flat = tensor.detach().cpu().contiguous().reshape(-1)
-    return hashlib.sha256(flat.view(torch.uint8).numpy().tobytes()).hexdigest()[:16]
 
 
 def _refused(expected, actual, atol=2e-1, rtol=2e-2):
@@ -66,8 +58,8 @@ def _case(torch, seed, in_place):
     torch.autograd.backward((liger_h, liger_r), (dh, dr), retain_graph=True)
     ours = (liger_h, liger_r, liger.weight.grad, h2.grad, r2.grad)
     theirs = (ref_h, ref_r, reference.weight.grad, h1.grad, r1.grad)
-    return {"liger": {name: _digest(value) for name, value in zip(NAMES, ours)},
-            "reference": {name: _digest(value) for name, value in zip(NAMES, theirs)},
+    return {"liger": {name: digest(value) for name, value in zip(NAMES, ours)},
+            "reference": {name: digest(value) for name, value in zip(NAMES, theirs)},
             "refused": {name: _refused(expected, actual) for name, expected, actual in zip(NAMES, theirs, ours)}}
 
 
@@ -79,18 +71,7 @@ def results():
 
 
 def main():
-    import torch
-
-    if "--kwshim" in sys.argv:
-        import kwshim
-
-        with kwshim.activate(device="cuda"):
-            found = results()
-    else:
-        found = results()
-    import triton
-
-    print(json.dumps({"triton": triton.__version__, "torch": torch.__version__, "results": found}, sort_keys=True))
+    print_device_record(results)
 
 
 if __name__ == "__main__":

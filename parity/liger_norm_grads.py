@@ -9,9 +9,7 @@ computed; ``tests/test_third_party.py`` holds the device to it.
     TRITON_INTERPRET=1 python -m parity.liger_norm_grads --kwshim           # anywhere: under the device
 """
 
-import hashlib
-import json
-import sys
+from parity import digest, print_device_record
 
 
 def _bits(tensor):
@@ -19,13 +17,6 @@ def _bits(tensor):
 
     flat = tensor.detach().cpu().contiguous().reshape(-1)
     return flat.view(torch.int16 if flat.element_size() == 2 else torch.int32).tolist()
-
-
-def _digest(tensor):
-    import torch
-
-    flat = tensor.detach().cpu().contiguous().reshape(-1)
-    return hashlib.sha256(flat.view(torch.uint8).numpy().tobytes()).hexdigest()[:16]
 
 
 def _rms_norm(torch, dtype, casting_mode, in_place, shape):
@@ -53,7 +44,7 @@ def _rms_norm(torch, dtype, casting_mode, in_place, shape):
     out = LigerRMSNormFunction.apply(h2, weight, 1e-6, 0.0, casting_mode, in_place, False)  # LigerRMSNorm's call
     out.backward(grad.clone())
     return {"liger dw": _bits(weight.grad), "reference dw": _bits(reference.weight.grad),
-            "liger dx": _digest(h2.grad), "liger y": _digest(out)}
+            "liger dx": digest(h2.grad), "liger y": digest(out)}
 
 
 def _layer_norm(torch, dtype, shape):
@@ -71,7 +62,7 @@ def _layer_norm(torch, dtype, shape):
     reference(x2).backward(grad)
     return {"liger dw": _bits(weight.grad), "liger db": _bits(bias.grad),
             "reference dw": _bits(reference.weight.grad), "reference db": _bits(reference.bias.grad),
-            "liger dx": _digest(x1.grad), "liger y": _digest(out)}
+            "liger dx": digest(x1.grad), "liger y": digest(out)}
 
 
 def results():
@@ -86,18 +77,7 @@ def results():
 
 
 def main():
-    import torch
-
-    if "--kwshim" in sys.argv:
-        import kwshim
-
-        with kwshim.activate(device="cuda"):
-            found = results()
-    else:
-        found = results()
-    import triton
-
-    print(json.dumps({"triton": triton.__version__, "torch": torch.__version__, "results": found}, sort_keys=True))
+    print_device_record(results)
 
 
 if __name__ == "__main__":
