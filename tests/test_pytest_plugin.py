@@ -306,7 +306,7 @@ THREAD_TESTS = textwrap.dedent("""
 
 def _outside_xdist(**extra):
     """A subprocess's environment with none of an outer xdist worker's variables (this run's own)."""
-    env = environment(**extra)
+    env = environment()
     for name in ("PYTEST_XDIST_WORKER", "PYTEST_XDIST_WORKER_COUNT", "OMP_NUM_THREADS"):
         env.pop(name, None)
     env.update(extra)
